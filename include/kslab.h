@@ -1,0 +1,163 @@
+/*
+ * kslab.h - the Linux kernel's slab allocator API, in user space.
+ *
+ * Names and semantics follow include/linux/slab.h: kmem_cache_create() and
+ * friends for typed object caches, kmalloc() and friends for general
+ * allocations, kfree() that needs no cache pointer.  Every object kslab hands
+ * out maps back to its slab descriptor and cache in constant time.
+ *
+ * Beyond the kernel API this header adds the kslab_* observability calls:
+ * slabinfo text, per-cache counters (modelled on CONFIG_SLUB_STATS).
+ */
+#ifndef KSLAB_H
+#define KSLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KSLAB_API __attribute__((visibility("default")))
+#define KSLAB_MALLOC_ATTR __attribute__((malloc, warn_unused_result))
+#else
+#define KSLAB_API
+#define KSLAB_MALLOC_ATTR
+#endif
+
+/* ---- allocation flags (gfp_t) ------------------------------------------ */
+typedef unsigned int gfp_t;
+
+/* In user space nothing sleeps on reclaim, so GFP_KERNEL, GFP_ATOMIC and
+ * GFP_NOWAIT behave alike; they exist so kernel-style code compiles
+ * unchanged.  __GFP_ZERO zeroes the object, __GFP_NOFAIL retries on
+ * out-of-memory until it succeeds instead of returning NULL. */
+#define __GFP_ZERO    0x100u
+#define __GFP_NOFAIL  0x200u
+#define __GFP_NOWARN  0x400u
+#define GFP_KERNEL    0x001u
+#define GFP_ATOMIC    0x002u
+#define GFP_NOWAIT    0x004u
+
+/* ---- cache flags (slab_flags_t) ----------------------------------------- */
+typedef unsigned int slab_flags_t;
+
+#define SLAB_CONSISTENCY_CHECKS 0x00000100u /* check every free (later issue) */
+#define SLAB_RED_ZONE           0x00000400u /* guard bytes around objects (later issue) */
+#define SLAB_POISON             0x00000800u /* poison free objects (later issue) */
+#define SLAB_HWCACHE_ALIGN      0x00002000u /* align objects to cache lines */
+#define SLAB_STORE_USER         0x00010000u /* record last alloc/free caller (later issue) */
+#define SLAB_PANIC              0x00040000u /* abort if kmem_cache_create fails */
+#define SLAB_TYPESAFE_BY_RCU    0x00080000u /* slabs stay mapped while the cache lives */
+#define SLAB_NO_MERGE           0x01000000u /* never merge this cache with another */
+
+/* ---- caches ------------------------------------------------------------- */
+struct kmem_cache;
+
+KSLAB_API struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
+                                               unsigned int align, slab_flags_t flags,
+                                               void (*ctor)(void *));
+#define KMEM_CACHE(__struct, __flags)                                            \
+    kmem_cache_create(#__struct, sizeof(struct __struct),                        \
+                      _Alignof(struct __struct), (__flags), NULL)
+KSLAB_API void kmem_cache_destroy(struct kmem_cache *s);
+KSLAB_API int kmem_cache_shrink(struct kmem_cache *s);
+KSLAB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags) KSLAB_MALLOC_ATTR;
+KSLAB_API void kmem_cache_free(struct kmem_cache *s, void *objp);
+KSLAB_API unsigned int kmem_cache_size(struct kmem_cache *s);
+static inline void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags)
+{
+    return kmem_cache_alloc(s, flags | __GFP_ZERO);
+}
+
+/* ---- kmalloc ------------------------------------------------------------ */
+/* kmalloc(0) returns ZERO_SIZE_PTR: not NULL, never dereferenceable,
+ * accepted by kfree() and ksize(). */
+#define ZERO_SIZE_PTR ((void *)16)
+#define ZERO_OR_NULL_PTR(x) ((unsigned long)(x) <= (unsigned long)ZERO_SIZE_PTR)
+
+#define KMALLOC_MAX_CACHE_SIZE 8192u   /* larger requests are mapped directly */
+
+KSLAB_API void *kmalloc(size_t size, gfp_t flags) KSLAB_MALLOC_ATTR;
+KSLAB_API void *krealloc(const void *p, size_t new_size, gfp_t flags) __attribute__((warn_unused_result));
+KSLAB_API void kfree(const void *objp);
+KSLAB_API void kfree_sensitive(const void *objp);
+KSLAB_API size_t ksize(const void *objp);
+KSLAB_API size_t kmalloc_size_roundup(size_t size);
+KSLAB_API char *kstrdup(const char *s, gfp_t gfp) KSLAB_MALLOC_ATTR;
+KSLAB_API void *kmemdup(const void *src, size_t len, gfp_t gfp) KSLAB_MALLOC_ATTR;
+
+static inline void *kzalloc(size_t size, gfp_t flags)
+{
+    return kmalloc(size, flags | __GFP_ZERO);
+}
+static inline void *kmalloc_array(size_t n, size_t size, gfp_t flags)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes))
+        return NULL;
+    return kmalloc(bytes, flags);
+}
+static inline void *kcalloc(size_t n, size_t size, gfp_t flags)
+{
+    return kmalloc_array(n, size, flags | __GFP_ZERO);
+}
+
+/* ---- observability ------------------------------------------------------ */
+
+/* Print every cache in the /proc/slabinfo version 2.1 format. */
+KSLAB_API void kslab_slabinfo(FILE *out);
+
+/* Per-cache event counters, modelled on the kernel's enum stat_item
+ * (CONFIG_SLUB_STATS).  Each counts events since the cache was created. */
+struct kslab_stats {
+    uint64_t alloc_fastpath;      /* alloc served from the thread's cpu freelist, no lock, no atomic */
+    uint64_t alloc_slowpath;      /* alloc that had to refill the cpu freelist */
+    uint64_t free_fastpath;       /* free onto the thread's own cpu slab, no lock, no atomic */
+    uint64_t free_slowpath;       /* free to any other slab (double-word cmpxchg) */
+    uint64_t free_frozen;         /* slow free to a slab owned (frozen) by some thread */
+    uint64_t free_add_partial;    /* slow free moved a full slab onto the cache's partial list */
+    uint64_t free_remove_partial; /* slow free emptied a slab and took it off the partial list */
+    uint64_t alloc_from_partial;  /* cpu slab taken from the cache's (locked) partial list */
+    uint64_t alloc_slab;          /* new slab allocated from the page layer */
+    uint64_t alloc_refill;        /* cpu freelist refilled from remote frees to the cpu slab */
+    uint64_t free_slab;           /* slab given back to the page layer (and the OS) */
+    uint64_t cpuslab_flush;       /* cpu slab flushed (thread exit, destroy, shrink) */
+    uint64_t deactivate_full;     /* cpu slab dropped because it was full */
+    uint64_t deactivate_empty;    /* deactivated cpu slab was empty */
+    uint64_t deactivate_partial;  /* deactivated cpu slab went to the partial list */
+    uint64_t cmpxchg_double_fail; /* (freelist, counters) compare-and-swap retried */
+    uint64_t cpu_partial_alloc;   /* cpu slab taken from the thread's partial list */
+    uint64_t cpu_partial_free;    /* slow free froze a full slab onto the thread's partial list */
+    uint64_t cpu_partial_drain;   /* thread's partial list drained to the cache's list */
+    /* gauges (not events) */
+    uint64_t active_objs;         /* objects allocated and not yet freed */
+    uint64_t num_objs;            /* object slots in all slabs of the cache */
+    uint64_t num_slabs;           /* slabs the cache holds */
+    uint64_t partial_slabs;       /* slabs on the cache's partial list */
+};
+#define KSLAB_NR_EVENT_STATS 19
+
+/* Fill *out for cache s (summing all threads).  Returns 0, or -1 if s is NULL. */
+KSLAB_API int kslab_cache_stats(struct kmem_cache *s, struct kslab_stats *out);
+/* The name slabinfo shows for s (for merged caches, the cache it merged into). */
+KSLAB_API const char *kslab_cache_name(struct kmem_cache *s);
+/* The kmalloc cache that serves a request of `size` bytes, NULL if none. */
+KSLAB_API struct kmem_cache *kslab_kmalloc_cache(size_t size);
+/* Size in bytes of the slab descriptor ("struct slab") in this build. */
+KSLAB_API size_t kslab_slab_descriptor_size(void);
+/* Pages (4 KiB) currently held by slabs of all caches: the "Slab:" line. */
+KSLAB_API uint64_t kslab_pages_in_use(void);
+/* Testing hook: make the n-th next mapping of memory from the OS fail
+ * (1 = the next one; 0 disarms).  Lets tests reach out-of-memory paths. */
+KSLAB_API void kslab_test_fail_map(int n);
+/* Name of the back-end in use ("slub"). */
+KSLAB_API const char *kslab_allocator_name(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KSLAB_H */

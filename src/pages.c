@@ -1,0 +1,247 @@
+/*
+ * pages.c - where slab pages come from.
+ *
+ * Memory is mapped in 4 MiB chunks aligned to 4 MiB.  A chunk is either an
+ * arena (carved into slab pages) or part of one large allocation (kmalloc
+ * above KMALLOC_MAX_CACHE_SIZE, mapped directly).  The chunk map (a two-level
+ * radix table) says which, so any address is classified in two loads.
+ *
+ * An arena begins with its descriptor table: one 48-byte struct slab per
+ * 4 KiB page (13 pages of metadata, 1.3 %).  The remaining pages are handed
+ * out in naturally aligned blocks of 2^order pages by a buddy allocator with
+ * one free list per order, under one lock.  Natural alignment is what lets
+ * kmem_cache_free() find a slab's head page with a mask.
+ *
+ * A freed block's pages are given back to the OS at once (MADV_DONTNEED) and
+ * the block is merged with its free buddy; the address range stays reserved,
+ * so chunk map entries of arenas never change after they are set.
+ *
+ * Lock order: a cache's list_lock is never held while calling in here;
+ * pages_lock is innermost.
+ */
+#include "internal.h"
+
+_Atomic(uintptr_t *) kslab_chunk_map[1u << MAP_L1_BITS];
+
+static kslab_lock_t pages_lock = KSLAB_LOCK_INIT;
+static struct slab *free_area[MAX_PAGE_ORDER + 1];   /* buddy free lists (pages_lock) */
+static struct arena *arenas;                          /* all arenas (pages_lock) */
+static _Atomic uint64_t pages_in_use;                  /* relaxed: a statistic */
+static kslab_lock_t map_lock = KSLAB_LOCK_INIT;        /* serialises L2 table creation */
+
+#define ARENA_MAGIC 0x6b736c6162617231ull
+
+uint64_t kslab_pages_in_use(void)
+{
+    return atomic_load_explicit(&pages_in_use, memory_order_relaxed);
+}
+
+/* Set the entries of [p, p + bytes) to v.  Returns false if an L2 table
+ * could not be mapped. */
+static bool chunk_map_set(void *p, size_t bytes, uintptr_t v)
+{
+    uintptr_t a = (uintptr_t)p, end = a + bytes;
+    for (; a < end; a += CHUNK_SIZE) {
+        _Atomic(uintptr_t *) *l1 = &kslab_chunk_map[a >> (CHUNK_SHIFT + MAP_L2_BITS)];
+        /* acquire: pairs with the release that published the L2 table, so
+         * its zeroed contents are visible before we write into it. */
+        uintptr_t *l2 = atomic_load_explicit(l1, memory_order_acquire);
+        if (!l2) {
+            kslab_lock(&map_lock);
+            l2 = atomic_load_explicit(l1, memory_order_relaxed);
+            if (!l2) {
+                l2 = prim_map(sizeof(uintptr_t) << MAP_L2_BITS);
+                if (!l2) {
+                    kslab_unlock(&map_lock);
+                    return false;
+                }
+                atomic_store_explicit(l1, l2, memory_order_release);
+            }
+            kslab_unlock(&map_lock);
+        }
+        __atomic_store_n(&l2[(a >> CHUNK_SHIFT) & ((1u << MAP_L2_BITS) - 1)], v, __ATOMIC_RELAXED);
+    }
+    return true;
+}
+
+static void buddy_push(struct slab *b, unsigned order)
+{
+    b->pg_state = PG_FREE;
+    b->pg_order = (uint8_t)order;
+    b->prev = NULL;
+    b->next = free_area[order];
+    if (b->next)
+        b->next->prev = b;
+    free_area[order] = b;
+}
+
+static void buddy_unlink(struct slab *b, unsigned order)
+{
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        free_area[order] = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    b->next = b->prev = NULL;
+}
+
+/* Map a new arena and put its free pages on the buddy lists (pages_lock held). */
+static bool arena_grow(void)
+{
+    struct arena *a = prim_map_aligned(CHUNK_SIZE, CHUNK_SIZE);
+    if (!a)
+        return false;
+    if (!chunk_map_set(a, CHUNK_SIZE, (uintptr_t)a | CHUNK_ARENA)) {
+        prim_unmap(a, CHUNK_SIZE);
+        return false;
+    }
+    a->magic = ARENA_MAGIC;
+    a->meta_pages = (uint32_t)(ALIGN_UP(sizeof(struct arena), PAGE_SIZE) >> PAGE_SHIFT);
+    /* Metadata pages keep pg_state == PG_META (zero) and cache == NULL. */
+    unsigned i = a->meta_pages;
+    while (i < ARENA_PAGES) {
+        unsigned order = MAX_PAGE_ORDER;
+        while ((i & ((1u << order) - 1)) || i + (1u << order) > ARENA_PAGES)
+            order--;
+        buddy_push(&a->pages[i], order);
+        i += 1u << order;
+    }
+    a->next_arena = arenas;
+    arenas = a;
+    return true;
+}
+
+struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
+{
+    kslab_lock(&pages_lock);
+    unsigned k = order;
+    while (k <= MAX_PAGE_ORDER && !free_area[k])
+        k++;
+    if (k > MAX_PAGE_ORDER) {
+        if (!arena_grow()) {
+            kslab_unlock(&pages_lock);
+            return NULL;
+        }
+        k = order;
+        while (!free_area[k])
+            k++;
+    }
+    struct slab *b = free_area[k];
+    buddy_unlink(b, k);
+    while (k > order) {             /* split: keep the low half, free the high half */
+        k--;
+        buddy_push(b + (1u << k), k);
+    }
+    for (unsigned i = 0; i < (1u << order); i++) {
+        b[i].pg_order = (uint8_t)order;
+        b[i].pg_state = i ? PG_META : PG_SLAB;  /* only the head is a slab */
+    }
+    b->cache = cache;   /* set under pages_lock so pages_for_each_slab reads it safely */
+    kslab_unlock(&pages_lock);
+    atomic_fetch_add_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
+    return b;
+}
+
+void pages_free(struct slab *b, unsigned order)
+{
+    prim_release(slab_address(b), PAGE_SIZE << order);
+    atomic_fetch_sub_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
+    struct arena *a = slab_arena(b);
+    kslab_lock(&pages_lock);
+    for (unsigned i = 1; i < (1u << order); i++) {
+        b[i].pg_order = 0;
+        b[i].pg_state = PG_FREE;
+    }
+    b->cache = NULL;
+    size_t idx = (size_t)(b - a->pages);
+    while (order < MAX_PAGE_ORDER) {  /* merge with the buddy while it is free and whole */
+        size_t bi = idx ^ (1u << order);
+        if (bi + (1u << order) > ARENA_PAGES)
+            break;
+        struct slab *buddy = &a->pages[bi];
+        if (buddy->pg_state != PG_FREE || buddy->pg_order != order || bi < a->meta_pages)
+            break;
+        buddy_unlink(buddy, order);
+        if (bi < idx) {
+            b->pg_state = PG_FREE;
+            b->pg_order = 0;
+            idx = bi;
+            b = buddy;
+        } else {
+            buddy->pg_order = 0;
+        }
+        order++;
+    }
+    buddy_push(b, order);
+    kslab_unlock(&pages_lock);
+}
+
+/* Calls fn on the head descriptor of every live slab of cache s, with
+ * pages_lock held: fn must not call back into the page layer. */
+void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg)
+{
+    kslab_lock(&pages_lock);
+    for (struct arena *a = arenas; a; a = a->next_arena)
+        for (unsigned i = a->meta_pages; i < ARENA_PAGES; i++)
+            if (a->pages[i].pg_state == PG_SLAB && a->pages[i].cache == s)
+                fn(&a->pages[i], arg);
+    kslab_unlock(&pages_lock);
+}
+
+void pages_atfork_prepare(void) { kslab_lock(&map_lock); kslab_lock(&pages_lock); }
+void pages_atfork_parent(void) { kslab_unlock(&pages_lock); kslab_unlock(&map_lock); }
+void pages_atfork_child(void)
+{
+    kslab_lock_reinit(&pages_lock);
+    kslab_lock_reinit(&map_lock);
+}
+
+/* ---- large allocations ---------------------------------------------------- */
+
+/* The header lives in a small internal cache, so a large object is exactly
+ * the pages it needs; its mapping starts on a chunk boundary (4 MiB) so power-
+ * of-two sizes are naturally aligned, as the kernel's page allocator gives. */
+static struct kmem_cache *large_hdr_cache(void)
+{
+    return kslab_kmalloc_cache(sizeof(struct large_hdr));
+}
+
+void *large_alloc(size_t size)
+{
+    if (size > ((size_t)1 << 46))
+        return NULL;
+    size_t bytes = ALIGN_UP(size, PAGE_SIZE);
+    size_t align = CHUNK_SIZE;
+    if ((size & (size - 1)) == 0 && size > align)
+        align = size;
+    struct large_hdr *h = kmem_cache_alloc(large_hdr_cache(), GFP_KERNEL);
+    if (!h)
+        return NULL;
+    void *p = prim_map_aligned(bytes, align);
+    if (!p) {
+        kmem_cache_free(large_hdr_cache(), h);
+        return NULL;
+    }
+    h->base = p;
+    h->size = bytes;
+    h->map = p;
+    h->map_len = bytes;
+    if (!chunk_map_set(p, bytes, (uintptr_t)h | CHUNK_LARGE)) {
+        chunk_map_set(p, bytes, 0);
+        prim_unmap(p, bytes);
+        kmem_cache_free(large_hdr_cache(), h);
+        return NULL;
+    }
+    return p;
+}
+
+void large_free(struct large_hdr *h, const void *p)
+{
+    if (unlikely(p != h->base))
+        kslab_report("kfree(): pointer %p is inside the large allocation at %p (%zu bytes), "
+                     "not at its start", p, h->base, h->size);
+    chunk_map_set(h->map, h->map_len, 0);
+    prim_unmap(h->map, h->map_len);
+    kmem_cache_free(large_hdr_cache(), h);
+}

@@ -1,0 +1,143 @@
+/*
+ * prim_linux.c - every call kslab makes to the operating system.
+ *
+ * Nothing here allocates from the C heap, so it is safe to use before (and
+ * from inside) any malloc.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Failure injection for the out-of-memory tests: the countdown is shared by
+ * all threads; a relaxed RMW is enough because only its value matters. */
+static atomic_int fail_countdown;
+static atomic_long maps_done;
+
+void kslab_test_fail_map(int n)
+{
+    atomic_store_explicit(&fail_countdown, n, memory_order_relaxed);
+}
+
+long kslab_test_maps(void)
+{
+    return atomic_load_explicit(&maps_done, memory_order_relaxed);
+}
+
+static bool injected_failure(void)
+{
+    int c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    while (c > 0) {
+        if (atomic_compare_exchange_weak_explicit(&fail_countdown, &c, c - 1,
+                                                  memory_order_relaxed, memory_order_relaxed))
+            return c == 1;
+    }
+    return false;
+}
+
+void *prim_map(size_t bytes)
+{
+    if (unlikely(injected_failure()))
+        return NULL;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    atomic_fetch_add_explicit(&maps_done, 1, memory_order_relaxed);
+    return p;
+}
+
+/* Map `bytes` at an address aligned to `align` (a power of two >= page):
+ * over-map, then trim both ends. */
+void *prim_map_aligned(size_t bytes, size_t align)
+{
+    size_t over = bytes + align - PAGE_SIZE;
+    if (over < bytes)
+        return NULL;
+    char *p = prim_map(over);
+    if (!p)
+        return NULL;
+    uintptr_t start = ALIGN_UP((uintptr_t)p, align);
+    size_t head = start - (uintptr_t)p;
+    size_t tail = over - head - bytes;
+    if (head)
+        munmap(p, head);
+    if (tail)
+        munmap((char *)start + bytes, tail);
+    return (void *)start;
+}
+
+void prim_unmap(void *p, size_t bytes)
+{
+    munmap(p, bytes);
+}
+
+void prim_release(void *p, size_t bytes)
+{
+    madvise(p, bytes, MADV_DONTNEED);
+}
+
+const char *prim_getenv(const char *name)
+{
+    size_t n = strlen(name);
+    if (!environ)
+        return NULL;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+unsigned prim_ncpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+void prim_write_stderr(const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(2, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+_Noreturn void prim_abort(void)
+{
+    abort();
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void kslab_lock_slow(kslab_lock_t *l)
+{
+    for (unsigned spins = 0;; spins++) {
+        if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0) {
+            int z = 0;
+            if (atomic_compare_exchange_weak_explicit(&l->v, &z, 1, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return;
+        }
+        if (spins < 64)
+            cpu_relax();
+        else
+            sched_yield();
+    }
+}

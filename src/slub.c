@@ -1,0 +1,595 @@
+/*
+ * slub.c - the SLUB back-end, after the kernel's mm/slub.c.
+ *
+ * How it works
+ * ------------
+ * A slab is 2^order naturally aligned pages cut into `objects` objects of
+ * `size` bytes; there is no metadata inside it.  A free object holds the
+ * pointer to the next free object at `offset`.  The slab's descriptor
+ * (struct slab, in the arena's table) has the slab's own freelist and a
+ * counters word (inuse, objects, frozen); the two are changed together with
+ * one 16-byte compare-and-swap (cmpxchg16b).
+ *
+ * Each thread has, per cache, a cpu slab and a cpu freelist.  The cpu
+ * freelist is private to the thread: the fast paths pop and push on it with
+ * plain loads and stores.  Frees by other threads go to the slab's own
+ * freelist with the double-word compare-and-swap and are collected by the
+ * owner when its cpu freelist runs dry (ALLOC_REFILL).
+ *
+ * Slab states
+ * -----------
+ *   frozen       owned by one thread: its cpu slab, or on its cpu partial
+ *                list.  Only the owner allocates from it; anybody may free
+ *                to it without a lock.
+ *   partial      not frozen, has free objects, on the cache's partial list
+ *                (protected by list_lock).
+ *   full         not frozen, no free objects, on no list.
+ *   empty        a partial slab with inuse == 0: kept while the cache holds
+ *                fewer than min_partial partial slabs, else returned to the
+ *                page layer (and the OS).  Never for SLAB_TYPESAFE_BY_RCU.
+ *
+ * Transitions that change list membership of a non-frozen slab (full ->
+ * partial, partial -> empty, unfreezing) happen with list_lock held around
+ * the compare-and-swap, so list membership always agrees with the state.
+ * A full slab that gets a free from a thread is frozen by that thread
+ * (lock-free, full slabs are on no list) and put on its cpu partial list.
+ *
+ * Lock order: cache_mutex (slab_common.c) -> thread registry lock ->
+ * s->list_lock -> pages_lock.  list_lock is dropped before slabs are given
+ * back to the page layer.
+ *
+ * Call tree
+ * ---------
+ *   slub_alloc (slub.h) -> __slub_alloc -> ___slub_alloc -> get_freelist
+ *                                                        -> get_partial_node
+ *                                                        -> new_slab
+ *   slub_free (slub.h)  -> __slub_free -> slab_free_list -> put_cpu_partial
+ *                                                        -> discard_slab
+ *   slub_flush_thread   -> deactivate_slab, unfreeze_partials
+ */
+#include "slub.h"
+
+#include <sched.h>
+
+/* ---- the double-word compare-and-swap ------------------------------------ */
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KSLAB_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define KSLAB_TSAN 1
+#endif
+
+typedef unsigned __int128 slab_pair_t __attribute__((may_alias));
+static inline slab_pair_t *slab_pair(struct slab *slab)
+{
+    return (slab_pair_t *)(void *)&slab->freelist;
+}
+
+/* Full barrier on x86 (lock prefix).  It must be at least acq_rel: a freer
+ * writes the object's free pointer and then publishes it (release); the
+ * owner that takes the list then follows those pointers (acquire). */
+static inline bool cmpxchg_double_slab(struct slab *slab, void *old_fl, uint64_t old_c,
+                                       void *new_fl, uint64_t new_c)
+{
+#if defined(__x86_64__) && !defined(KSLAB_TSAN)
+    bool ok;
+    __asm__ __volatile__("lock cmpxchg16b %1"
+                         : "=@ccz"(ok), "+m"(*slab_pair(slab)),
+                           "+a"(old_fl), "+d"(old_c)
+                         : "b"(new_fl), "c"(new_c)
+                         : "memory");
+    return ok;
+#else
+    unsigned __int128 o = ((unsigned __int128)old_c << 64) | (uintptr_t)old_fl;
+    unsigned __int128 n = ((unsigned __int128)new_c << 64) | (uintptr_t)new_fl;
+    return __atomic_compare_exchange_n(slab_pair(slab), &o, n, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+#endif
+}
+
+/* The two halves are read separately (relaxed); a torn pair only makes the
+ * following compare-and-swap fail and retry. */
+static inline void *slab_freelist(struct slab *slab)
+{
+    return __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED);
+}
+static inline union slab_counters slab_counters(struct slab *slab)
+{
+    union slab_counters c;
+    c.word = __atomic_load_n(&slab->counters.word, __ATOMIC_RELAXED);
+    return c;
+}
+
+/* ---- layout and order ---------------------------------------------------- */
+
+static unsigned get_order(size_t bytes)
+{
+    unsigned order = 0;
+    while ((PAGE_SIZE << order) < bytes)
+        order++;
+    return order;
+}
+
+/*
+ * Pick the slab order as the kernel's calculate_order() does: aim for at
+ * least min_objects = 4 * (fls(ncpus) + 1) objects per slab, within
+ * SLUB_MAX_ORDER, with at most 1/16 of the slab wasted at the end, relaxing
+ * the waste bound (1/16, 1/8, 1/4) and then min_objects until something fits.
+ * kmalloc-32 gets order 0 with 128 objects; kmalloc-8k order 3 with 4.
+ */
+static unsigned slub_calculate_order(unsigned size)
+{
+    unsigned ncpus = prim_ncpus(), fls = 0;
+    while (ncpus >> fls)
+        fls++;
+    unsigned min_objects = 4 * (fls + 1);
+    unsigned max_objects = (unsigned)((PAGE_SIZE << SLUB_MAX_ORDER) / size);
+    if (min_objects > max_objects)
+        min_objects = max_objects;
+    for (; min_objects >= 1; min_objects--) {
+        for (unsigned fraction = 16; fraction >= 4; fraction /= 2) {
+            for (unsigned order = get_order((size_t)min_objects * size); order <= SLUB_MAX_ORDER;
+                 order++) {
+                size_t slab_bytes = PAGE_SIZE << order;
+                if (slab_bytes % size <= slab_bytes / fraction)
+                    return order;
+            }
+        }
+    }
+    return get_order(size);  /* one object per slab, beyond SLUB_MAX_ORDER if need be */
+}
+
+int slub_cache_init(struct kmem_cache *s)
+{
+    /* Object layout: [object (object_size) | pad to word | free pointer if it
+     * cannot live inside the object | ... room for red zone and user track
+     * (debug issue) ] rounded up to the alignment. */
+    size_t size = ALIGN_UP(s->object_size, sizeof(void *));
+    if (s->ctor || (s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
+        /* the object's contents must survive while it is free */
+        s->offset = (uint32_t)size;
+        size += sizeof(void *);
+    } else {
+        s->offset = 0;
+    }
+    size = ALIGN_UP(size, s->align);
+    if (size > (PAGE_SIZE << MAX_PAGE_ORDER))
+        return -1;
+    s->size = (uint32_t)size;
+    s->order = slub_calculate_order(s->size);
+    s->objects = (uint32_t)((PAGE_SIZE << s->order) / s->size);
+    s->slab_mask = ~((PAGE_SIZE << s->order) - 1);
+    s->recip = (uint64_t)(((unsigned __int128)1 << 64) / s->size) + 1;
+    /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10]. */
+    unsigned lg = 0;
+    while ((1u << (lg + 1)) <= s->size)
+        lg++;
+    s->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
+    /* cpu partial limit as set_cpu_partial(), converted from objects to slabs. */
+    unsigned nr_objects = s->size >= PAGE_SIZE ? 6 : s->size >= 1024 ? 24 : s->size >= 256 ? 52 : 120;
+    s->cpu_partial_slabs = (nr_objects * 2 + s->objects - 1) / s->objects;
+    if (s->cpu_partial_slabs < 2)
+        s->cpu_partial_slabs = 2;
+    return 0;
+}
+
+/* ---- the cache's partial list (list_lock held) ---------------------------- */
+
+static void add_partial(struct kmem_cache *s, struct slab *slab)
+{
+    slab->prev = NULL;
+    slab->next = s->partial;
+    if (slab->next)
+        slab->next->prev = slab;
+    s->partial = slab;
+    atomic_store_explicit(&s->nr_partial,
+                          atomic_load_explicit(&s->nr_partial, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static void remove_partial(struct kmem_cache *s, struct slab *slab)
+{
+    if (slab->prev)
+        slab->prev->next = slab->next;
+    else
+        s->partial = slab->next;
+    if (slab->next)
+        slab->next->prev = slab->prev;
+    slab->next = slab->prev = NULL;
+    atomic_store_explicit(&s->nr_partial,
+                          atomic_load_explicit(&s->nr_partial, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+}
+
+static bool may_discard(struct kmem_cache *s)
+{
+    return !(s->flags & SLAB_TYPESAFE_BY_RCU) &&
+           atomic_load_explicit(&s->nr_partial, memory_order_relaxed) >= s->min_partial;
+}
+
+/* ---- slabs ---------------------------------------------------------------- */
+
+static struct slab *new_slab(struct kmem_cache *s, void **freelist)
+{
+    struct slab *slab = pages_alloc(s->order, s);
+    if (!slab)
+        return NULL;
+    char *base = slab_address(slab);
+    char *last = base + (size_t)(s->objects - 1) * s->size;
+    for (char *p = base; p <= last; p += s->size) {
+        if (s->ctor)
+            s->ctor(p);
+        set_freepointer(s, p, p == last ? NULL : p + s->size);
+    }
+    union slab_counters c = { .word = 0 };
+    c.inuse = s->objects;
+    c.objects = (uint16_t)s->objects;
+    c.frozen = 1;
+    c.order = (uint8_t)s->order;
+    slab->next = slab->prev = NULL;
+    __atomic_store_n(&slab->freelist, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&slab->counters.word, c.word, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
+    *freelist = base;
+    return slab;
+}
+
+static void discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab)
+{
+    atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
+    stat_add(s, cc, FREE_SLAB, 1);
+    pages_free(slab, s->order);
+}
+
+/* Take the slab's whole freelist for the owning thread.  If it is empty the
+ * slab is unfrozen in the same step (it is full: it needs no list). */
+static void *get_freelist(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab)
+{
+    for (;;) {
+        void *fl = slab_freelist(slab);
+        union slab_counters old = slab_counters(slab), new = old;
+        new.inuse = old.objects;
+        new.frozen = fl != NULL;
+        if (cmpxchg_double_slab(slab, fl, old.word, NULL, new.word))
+            return fl;
+        stat_add(s, cc, CMPXCHG_DOUBLE_FAIL, 1);
+    }
+}
+
+/* Freeze a slab from the cache's partial list (list_lock held).  With take,
+ * its freelist goes to the caller (it becomes the cpu slab); otherwise it
+ * stays on the slab (cpu partial list). */
+static void *freeze_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab,
+                         bool take)
+{
+    for (;;) {
+        void *fl = slab_freelist(slab);
+        union slab_counters old = slab_counters(slab), new = old;
+        new.frozen = 1;
+        if (take)
+            new.inuse = old.objects;
+        if (cmpxchg_double_slab(slab, fl, old.word, take ? NULL : fl, new.word))
+            return fl;
+        stat_add(s, cc, CMPXCHG_DOUBLE_FAIL, 1);
+    }
+}
+
+/* Unfreeze a slab the thread owns (list_lock held) after splicing `cnt`
+ * objects of the thread's list head..tail back into it.  Returns the slab if
+ * the caller must discard it (after dropping list_lock). */
+static struct slab *unfreeze_locked(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                                    struct slab *slab, void *head, void *tail, unsigned cnt)
+{
+    void *fl;
+    union slab_counters old, new;
+    do {
+        fl = slab_freelist(slab);
+        old = slab_counters(slab);
+        new = old;
+        if (tail)
+            set_freepointer(s, tail, fl);
+        new.inuse = old.inuse - cnt;
+        new.frozen = 0;
+    } while (!cmpxchg_double_slab(slab, fl, old.word, head ? head : fl, new.word) &&
+             (stat_add(s, cc, CMPXCHG_DOUBLE_FAIL, 1), true));
+    if (new.inuse == 0 && may_discard(s)) {
+        stat_add(s, cc, DEACTIVATE_EMPTY, 1);
+        return slab;
+    }
+    if (head || fl) {
+        add_partial(s, slab);
+        stat_add(s, cc, new.inuse ? DEACTIVATE_PARTIAL : DEACTIVATE_EMPTY, 1);
+    } else {
+        stat_add(s, cc, DEACTIVATE_FULL, 1);
+    }
+    return NULL;
+}
+
+/* Give the cpu slab (and the thread's cpu freelist for it) back to the cache. */
+static void deactivate_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                            struct slab *slab, void *freelist)
+{
+    void *tail = NULL;
+    unsigned cnt = 0;
+    for (void *p = freelist; p; p = get_freepointer(s, p)) {
+        tail = p;
+        cnt++;
+    }
+    kslab_lock(&s->list_lock);
+    struct slab *discard = unfreeze_locked(s, cc, slab, freelist, tail, cnt);
+    kslab_unlock(&s->list_lock);
+    if (discard)
+        discard_slab(s, cc, discard);
+}
+
+/* Move every slab of the thread's partial list to the cache's list. */
+static void unfreeze_partials(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+{
+    struct slab *list = cc->partial, *discard = NULL;
+    if (!list)
+        return;
+    cc->partial = NULL;
+    cc->nr_partial = 0;
+    kslab_lock(&s->list_lock);
+    while (list) {
+        struct slab *slab = list;
+        list = slab->next;
+        struct slab *d = unfreeze_locked(s, cc, slab, NULL, NULL, 0);
+        if (d) {
+            d->next = discard;
+            discard = d;
+        }
+    }
+    kslab_unlock(&s->list_lock);
+    stat_add(s, cc, CPU_PARTIAL_DRAIN, 1);
+    while (discard) {
+        struct slab *d = discard;
+        discard = d->next;
+        discard_slab(s, cc, d);
+    }
+}
+
+static void put_cpu_partial(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab)
+{
+    if (cc->nr_partial >= s->cpu_partial_slabs)
+        unfreeze_partials(s, cc);
+    slab->next = cc->partial;
+    cc->partial = slab;
+    cc->nr_partial++;
+    stat_add(s, cc, CPU_PARTIAL_FREE, 1);
+}
+
+/* Take slabs from the cache's partial list: the first becomes the cpu slab
+ * (its freelist is returned), up to half the cpu partial limit more go to the
+ * thread's partial list, as get_partial_node() does. */
+static void *get_partial_node(struct kmem_cache *s, struct kmem_cache_cpu *c,
+                              struct kmem_cache_cpu_cold *cc)
+{
+    /* Racy peek (relaxed): a wrong answer only costs a new slab or a lock. */
+    if (!atomic_load_explicit(&s->nr_partial, memory_order_relaxed))
+        return NULL;
+    void *freelist = NULL;
+    kslab_lock(&s->list_lock);
+    struct slab *slab;
+    while ((slab = s->partial)) {
+        remove_partial(s, slab);
+        if (!freelist) {
+            freelist = freeze_slab(s, cc, slab, true);
+            c->slab = slab;
+            stat_add(s, cc, ALLOC_FROM_PARTIAL, 1);
+        } else {
+            freeze_slab(s, cc, slab, false);
+            slab->next = cc->partial;
+            cc->partial = slab;
+            cc->nr_partial++;
+        }
+        if (cc->nr_partial * 2 >= s->cpu_partial_slabs)
+            break;
+    }
+    kslab_unlock(&s->list_lock);
+    return freelist;
+}
+
+/* ---- allocation slow path -------------------------------------------------- */
+
+static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
+                           struct kmem_cache_cpu_cold *cc)
+{
+    void *freelist;
+    if (c->slab) {
+        freelist = get_freelist(s, cc, c->slab);
+        if (freelist) {
+            stat_add(s, cc, ALLOC_REFILL, 1);
+            goto load;
+        }
+        c->slab = NULL;               /* full: get_freelist() unfroze it */
+        stat_add(s, cc, DEACTIVATE_FULL, 1);
+    }
+    while (cc->partial) {
+        struct slab *slab = cc->partial;
+        cc->partial = slab->next;
+        cc->nr_partial--;
+        freelist = get_freelist(s, cc, slab);
+        if (freelist) {
+            c->slab = slab;
+            stat_add(s, cc, CPU_PARTIAL_ALLOC, 1);
+            goto load;
+        }
+    }
+    freelist = get_partial_node(s, c, cc);
+    if (freelist)
+        goto load;
+    struct slab *slab = new_slab(s, &freelist);
+    if (!slab)
+        return NULL;
+    stat_add(s, cc, ALLOC_SLAB, 1);
+    c->slab = slab;
+load:
+    c->freelist = get_freepointer(s, freelist);
+    return freelist;
+}
+
+void *__slub_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+    for (;;) {
+        struct kslab_thread *t = kslab_thread_get();
+        void *object = NULL;
+        if (t) {
+            struct kmem_cache_cpu *c = &t->cpu[s->id];
+            struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+            object = c->freelist;
+            if (object)
+                c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
+            else
+                object = ___slub_alloc(s, c, cc);
+            if (object)
+                counter_inc(&cc->stat[ALLOC_SLOWPATH], 1);
+        }
+        if (likely(object)) {
+            if (gfp & __GFP_ZERO)
+                memset(object, 0, s->object_size);
+            return object;
+        }
+        if (!(gfp & __GFP_NOFAIL))
+            return NULL;
+        sched_yield();                /* __GFP_NOFAIL: retry until memory comes back */
+    }
+}
+
+/* ---- free slow path ---------------------------------------------------------- */
+
+/* Free the `cnt` objects head..tail (linked through their free pointers), all
+ * in `slab`, as __slab_free() does.  cc is the calling thread's cold entry,
+ * NULL if the thread has no state (then no slab is frozen onto it). */
+static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                           struct slab *slab, void *head, void *tail, unsigned cnt)
+{
+    bool locked = false;
+    void *prior;
+    union slab_counters old, new;
+    for (;;) {
+        prior = slab_freelist(slab);
+        old = slab_counters(slab);
+        if (unlikely(prior == head || old.inuse < cnt))
+            kslab_report("double free of object %p in cache %s", head, s->name);
+        new = old;
+        set_freepointer(s, tail, prior);
+        new.inuse = old.inuse - cnt;
+        if (!old.frozen) {
+            if (!prior && cc) {
+                new.frozen = 1;       /* full: freeze it onto our cpu partial list */
+            } else if ((!prior || new.inuse == 0) && !locked) {
+                /* the slab changes lists: do the swap under list_lock */
+                kslab_lock(&s->list_lock);
+                locked = true;
+                continue;
+            }
+        }
+        if (cmpxchg_double_slab(slab, prior, old.word, head, new.word))
+            break;
+        stat_add(s, cc, CMPXCHG_DOUBLE_FAIL, 1);
+    }
+    if (!locked) {
+        if (new.frozen && !old.frozen)
+            put_cpu_partial(s, cc, slab);
+        else if (old.frozen)
+            stat_add(s, cc, FREE_FROZEN, 1);
+        return;
+    }
+    struct slab *discard = NULL;
+    if (!old.frozen) {
+        if (!prior) {
+            add_partial(s, slab);     /* full -> partial (thread without state) */
+            stat_add(s, cc, FREE_ADD_PARTIAL, 1);
+        }
+        if (new.inuse == 0 && may_discard(s)) {
+            remove_partial(s, slab);
+            stat_add(s, cc, FREE_REMOVE_PARTIAL, 1);
+            discard = slab;
+        }
+    }
+    kslab_unlock(&s->list_lock);
+    if (discard)
+        discard_slab(s, cc, discard);
+}
+
+void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
+{
+    struct kslab_thread *t = kslab_thread_get();
+    struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
+    slab_free_list(s, cc, slab, x, x, 1);
+    stat_add(s, cc, FREE_SLOWPATH, 1);
+}
+
+/* ---- flush, shrink, destroy ----------------------------------------------- */
+
+void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
+{
+    struct kmem_cache_cpu *c = &t->cpu[s->id];
+    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    if (c->slab) {
+        struct slab *slab = c->slab;
+        void *fl = c->freelist;
+        c->slab = NULL;
+        c->freelist = NULL;
+        deactivate_slab(s, cc, slab, fl);
+        stat_add(s, cc, CPUSLAB_FLUSH, 1);
+    }
+    unfreeze_partials(s, cc);
+}
+
+int slub_shrink(struct kmem_cache *s)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (thread_is_real(t))
+        slub_flush_thread(t, s);
+    if (s->flags & SLAB_TYPESAFE_BY_RCU)
+        return 0;
+    struct slab *discard = NULL;
+    kslab_lock(&s->list_lock);
+    for (struct slab *slab = s->partial, *next; slab; slab = next) {
+        next = slab->next;
+        /* An empty non-frozen slab has no object anyone may free: safe. */
+        if (slab_counters(slab).inuse == 0) {
+            remove_partial(s, slab);
+            slab->next = discard;
+            discard = slab;
+        }
+    }
+    kslab_unlock(&s->list_lock);
+    while (discard) {
+        struct slab *d = discard;
+        discard = d->next;
+        discard_slab(s, NULL, d);
+    }
+    return 0;
+}
+
+struct slab_vec { struct slab *head; long n; };
+
+static void collect_slab(struct slab *slab, void *arg)
+{
+    struct slab_vec *v = arg;
+    slab->next = v->head;
+    v->head = slab;
+    v->n++;
+}
+
+long slub_destroy_slabs(struct kmem_cache *s)
+{
+    struct slab_vec v = { NULL, 0 };
+    s->partial = NULL;
+    atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
+    pages_for_each_slab(s, collect_slab, &v);
+    while (v.head) {
+        struct slab *d = v.head;
+        v.head = d->next;
+        discard_slab(s, NULL, d);
+    }
+    return v.n;
+}

@@ -1,0 +1,50 @@
+/*
+ * slub.h - SLUB's fast paths, inlined into the front doors (slab_common.c).
+ *
+ * Allocation: one TLS load, one load of the thread's cpu freelist, one test,
+ * one load of the next free pointer, one store.  Free to the thread's own cpu
+ * slab: one compare with the cpu slab, one double-free compare, two stores.
+ * Neither takes a lock or does an atomic read-modify-write.  Everything else
+ * is in __slub_alloc()/__slub_free() in slub.c.
+ */
+#ifndef KSLAB_SLUB_H
+#define KSLAB_SLUB_H
+#include "internal.h"
+
+static inline void *get_freepointer(const struct kmem_cache *s, void *object)
+{
+    return *(void **)((char *)object + s->offset);
+}
+static inline void set_freepointer(const struct kmem_cache *s, void *object, void *fp)
+{
+    *(void **)((char *)object + s->offset) = fp;
+}
+
+static inline void *slub_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+    struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
+    void *object = c->freelist;
+    if (unlikely(!object))
+        return __slub_alloc(s, gfp);
+    c->freelist = get_freepointer(s, object);
+    counter_inc(&c->alloc_fast, 1);
+    if (unlikely(gfp & __GFP_ZERO))
+        memset(object, 0, s->object_size);
+    return object;
+}
+
+static inline void slub_free(struct kmem_cache *s, struct slab *slab, void *x)
+{
+    struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
+    if (likely(slab == c->slab)) {
+        void *head = c->freelist;
+        if (unlikely(head == x))
+            kslab_report("double free of object %p in cache %s", x, s->name);
+        set_freepointer(s, x, head);
+        c->freelist = x;
+        counter_inc(&c->free_fast, 1);
+        return;
+    }
+    __slub_free(s, slab, x);
+}
+#endif

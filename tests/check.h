@@ -1,0 +1,87 @@
+/* check.h - the smallest test harness that can fail: CHECK counts, main
+ * returns non-zero if any check failed, and death tests run a function in a
+ * child process and check its signal and stderr. */
+#ifndef KSLAB_CHECK_H
+#define KSLAB_CHECK_H
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int check_pass, check_fail;
+#define CHECK(c)                                                                   \
+    do {                                                                           \
+        if (c)                                                                     \
+            check_pass++;                                                          \
+        else {                                                                     \
+            check_fail++;                                                          \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);  \
+        }                                                                          \
+    } while (0)
+#define CHECK_EQ(a, b)                                                             \
+    do {                                                                           \
+        long long _a = (long long)(a), _b = (long long)(b);                        \
+        if (_a == _b)                                                              \
+            check_pass++;                                                          \
+        else {                                                                     \
+            check_fail++;                                                          \
+            fprintf(stderr, "%s:%d: CHECK_EQ(%s, %s) failed: %lld != %lld\n",      \
+                    __FILE__, __LINE__, #a, #b, _a, _b);                           \
+        }                                                                          \
+    } while (0)
+
+static inline int check_done(void)
+{
+    printf("%d passed, %d failed\n", check_pass, check_fail);
+    return check_fail ? 1 : 0;
+}
+
+/* Run fn in a child; return its stderr in buf and whether it died by sig. */
+static inline int run_child(void (*fn)(void *), void *arg, char *buf, size_t n, int *sig)
+{
+    int p[2];
+    if (pipe(p))
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 2);
+        close(p[0]);
+        fn(arg);
+        _exit(0);
+    }
+    close(p[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < n && (r = read(p[0], buf + got, n - 1 - got)) > 0)
+        got += (size_t)r;
+    buf[got] = 0;
+    close(p[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The child must die of SIGABRT and its stderr must contain every needle. */
+#define CHECK_DEATH(fn, arg, ...)                                                  \
+    do {                                                                           \
+        char _buf[4096];                                                           \
+        int _sig;                                                                  \
+        run_child(fn, arg, _buf, sizeof _buf, &_sig);                              \
+        const char *_needles[] = { __VA_ARGS__, NULL };                            \
+        int _ok = _sig == SIGABRT;                                                 \
+        for (int _i = 0; _needles[_i]; _i++)                                       \
+            _ok &= strstr(_buf, _needles[_i]) != NULL;                             \
+        if (_ok)                                                                   \
+            check_pass++;                                                          \
+        else {                                                                     \
+            check_fail++;                                                          \
+            fprintf(stderr, "%s:%d: death test %s: signal %d, stderr: %s\n",       \
+                    __FILE__, __LINE__, #fn, _sig, _buf);                          \
+        }                                                                          \
+    } while (0)
+#endif

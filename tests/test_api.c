@@ -1,0 +1,412 @@
+/* test_api.c - the kernel API, function by function, with kernel semantics. */
+#include "check.h"
+#include <kslab.h>
+#include <stdint.h>
+
+struct foo { long a; int b; char c[20]; };
+
+static int ctor_calls;
+static void ctor(void *p) { ctor_calls++; memset(p, 0xAB, 40); }
+
+static struct kslab_stats stats(struct kmem_cache *s)
+{
+    struct kslab_stats st;
+    CHECK_EQ(kslab_cache_stats(s, &st), 0);
+    return st;
+}
+
+static void test_kmalloc_classes(void)
+{
+    /* kmalloc_size_roundup and ksize agree with the kernel's classes. */
+    static const size_t req[] = { 1, 8, 9, 16, 17, 32, 33, 64, 65, 96, 97, 128, 129, 192,
+                                  193, 256, 257, 512, 1000, 1024, 2000, 2048, 4000, 4096,
+                                  5000, 8192 };
+    static const size_t cls[] = { 8, 8, 16, 16, 32, 32, 64, 64, 96, 96, 128, 128, 192, 192,
+                                  256, 256, 512, 512, 1024, 1024, 2048, 2048, 4096, 4096,
+                                  8192, 8192 };
+    for (size_t i = 0; i < sizeof req / sizeof *req; i++) {
+        CHECK_EQ(kmalloc_size_roundup(req[i]), cls[i]);
+        char *p = kmalloc(req[i], GFP_KERNEL);
+        CHECK(p != NULL);
+        CHECK_EQ(ksize(p), cls[i]);
+        memset(p, 0x5a, req[i]);
+        /* power-of-two classes are naturally aligned, all at least 8 */
+        size_t c = cls[i];
+        if ((c & (c - 1)) == 0)
+            CHECK_EQ((uintptr_t)p % c, 0);
+        CHECK_EQ((uintptr_t)p % 8, 0);
+        CHECK(kslab_kmalloc_cache(req[i]) != NULL);
+        kfree(p);
+    }
+    CHECK(strcmp(kslab_cache_name(kslab_kmalloc_cache(96)), "kmalloc-96") == 0);
+    CHECK(strcmp(kslab_cache_name(kslab_kmalloc_cache(150)), "kmalloc-192") == 0);
+    CHECK(strcmp(kslab_cache_name(kslab_kmalloc_cache(8192)), "kmalloc-8k") == 0);
+    CHECK(kslab_kmalloc_cache(8193) == NULL);
+    CHECK_EQ(kmalloc_size_roundup(0), 0);
+    CHECK_EQ(kmalloc_size_roundup(8193), 12288);
+}
+
+static void test_kmalloc_zero_and_null(void)
+{
+    void *z = kmalloc(0, GFP_KERNEL);
+    CHECK(z == ZERO_SIZE_PTR);
+    CHECK_EQ(ksize(z), 0);
+    kfree(z);
+    kfree(NULL);
+    kfree_sensitive(NULL);
+    kfree_sensitive(ZERO_SIZE_PTR);
+    CHECK_EQ(ksize(NULL), 0);
+    CHECK(kzalloc(0, GFP_KERNEL) == ZERO_SIZE_PTR);
+}
+
+static void test_kzalloc_kcalloc(void)
+{
+    for (int round = 0; round < 2; round++) {
+        /* dirty an object, free it, zalloc must still return zeroes */
+        unsigned char *p = kmalloc(100, GFP_KERNEL);
+        memset(p, 0xff, 100);
+        kfree(p);
+        unsigned char *q = kzalloc(100, GFP_KERNEL);
+        int nz = 0;
+        for (int i = 0; i < 128; i++)
+            nz += q[i] != 0;
+        CHECK_EQ(nz, 0);
+        kfree(q);
+    }
+    int *a = kcalloc(50, sizeof(int), GFP_KERNEL);
+    CHECK(a != NULL);
+    int nz = 0;
+    for (int i = 0; i < 50; i++)
+        nz += a[i] != 0;
+    CHECK_EQ(nz, 0);
+    kfree(a);
+    CHECK(kcalloc(SIZE_MAX / 2, 4, GFP_KERNEL) == NULL);
+    CHECK(kmalloc_array(SIZE_MAX / 8 + 1, 16, GFP_KERNEL) == NULL);
+    long *m = kmalloc_array(10, sizeof(long), GFP_KERNEL);
+    CHECK(m != NULL && ksize(m) >= 80);
+    kfree(m);
+}
+
+static void test_large(void)
+{
+    size_t sizes[] = { 8193, 12288, 65536, 100000, 1 << 20, (1 << 22) + 5, 1 << 23 };
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        unsigned char *p = kmalloc(sizes[i], GFP_KERNEL);
+        CHECK(p != NULL);
+        CHECK_EQ((uintptr_t)p % 4096, 0);
+        if ((sizes[i] & (sizes[i] - 1)) == 0)
+            CHECK_EQ((uintptr_t)p % sizes[i], 0);
+        CHECK(ksize(p) >= sizes[i]);
+        CHECK_EQ(ksize(p) % 4096, 0);
+        p[0] = 1;
+        p[sizes[i] - 1] = 2;
+        kfree(p);
+    }
+    unsigned char *z = kzalloc(50000, GFP_KERNEL);
+    int nz = 0;
+    for (int i = 0; i < 50000; i++)
+        nz += z[i] != 0;
+    CHECK_EQ(nz, 0);
+    kfree(z);
+}
+
+static void test_krealloc(void)
+{
+    char *p = krealloc(NULL, 20, GFP_KERNEL);     /* NULL: like kmalloc */
+    CHECK(p != NULL && ksize(p) == 32);
+    strcpy(p, "hello, slab");
+    char *q = krealloc(p, 30, GFP_KERNEL);         /* fits: same object */
+    CHECK(q == p);
+    char *r = krealloc(q, 1000, GFP_KERNEL);       /* grows: moves, keeps contents */
+    CHECK(r != NULL && strcmp(r, "hello, slab") == 0 && ksize(r) == 1024);
+    char *big = krealloc(r, 20000, GFP_KERNEL);    /* into a large allocation */
+    CHECK(big != NULL && strcmp(big, "hello, slab") == 0 && ksize(big) >= 20000);
+    char *small = krealloc(big, 10, GFP_KERNEL);   /* shrinking keeps it in place */
+    CHECK(small == big);
+    CHECK(krealloc(small, 0, GFP_KERNEL) == ZERO_SIZE_PTR); /* 0: frees */
+    /* __GFP_ZERO: growth in place reads zeroes past the shrunk size */
+    unsigned char *z = kzalloc(64, GFP_KERNEL);
+    memset(z, 7, 64);
+    z = krealloc(z, 10, GFP_KERNEL | __GFP_ZERO);
+    z = krealloc(z, 64, GFP_KERNEL | __GFP_ZERO);
+    CHECK(z[9] == 7 && z[10] == 0 && z[63] == 0);
+    kfree(z);
+}
+
+static void test_strdup_memdup_sensitive(void)
+{
+    char *s = kstrdup("kmem_cache", GFP_KERNEL);
+    CHECK(s && strcmp(s, "kmem_cache") == 0);
+    CHECK(kstrdup(NULL, GFP_KERNEL) == NULL);
+    int src[5] = { 1, 2, 3, 4, 5 };
+    int *d = kmemdup(src, sizeof src, GFP_KERNEL);
+    CHECK(d && memcmp(d, src, sizeof src) == 0 && (void *)d != (void *)src);
+    kfree(d);
+    /* kfree_sensitive wipes the object before freeing: the next allocation
+     * of the same class on this thread gets the same object back, zeroed
+     * except for the free pointer word. */
+    struct kmem_cache *c32 = kslab_kmalloc_cache(32);
+    char *secret = kmalloc(32, GFP_KERNEL);
+    memset(secret, 'S', 32);
+    kfree_sensitive(secret);
+    char *again = kmalloc(32, GFP_KERNEL);
+    CHECK(again == secret);
+    int left = 0;
+    for (int i = 8; i < 32; i++)
+        left += again[i] == 'S';
+    CHECK_EQ(left, 0);
+    kfree(again);
+    kfree(s);
+    (void)c32;
+}
+
+static void test_cache_basics(void)
+{
+    struct kmem_cache *c = kmem_cache_create("test_obj", 200, 0, SLAB_NO_MERGE, NULL);
+    CHECK(c != NULL);
+    CHECK_EQ(kmem_cache_size(c), 200);
+    CHECK(strcmp(kslab_cache_name(c), "test_obj") == 0);
+    void *objs[1000];
+    for (int i = 0; i < 1000; i++) {
+        objs[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        CHECK(objs[i] != NULL);
+        memset(objs[i], i & 0xff, 200);
+        CHECK_EQ(ksize(objs[i]), 200);
+    }
+    int bad = 0;
+    for (int i = 0; i < 1000; i++)
+        for (int j = 0; j < 200; j++)
+            bad += ((unsigned char *)objs[i])[j] != (i & 0xff);
+    CHECK_EQ(bad, 0);
+    struct kslab_stats st = stats(c);
+    CHECK_EQ(st.active_objs, 1000);
+    CHECK(st.num_objs >= 1000);
+    CHECK(st.alloc_slab >= 1000 / 20);
+    for (int i = 0; i < 1000; i++)
+        kmem_cache_free(c, objs[i]);
+    st = stats(c);
+    CHECK_EQ(st.active_objs, 0);
+    CHECK_EQ(st.alloc_fastpath + st.alloc_slowpath, 1000);
+    CHECK_EQ(st.free_fastpath + st.free_slowpath, 1000);
+    CHECK(st.free_slab > 0);                 /* beyond min_partial, empties go back */
+    kmem_cache_free(c, NULL);                /* no-op */
+    /* shrink: everything empty goes back to the page layer */
+    uint64_t before = kslab_pages_in_use();
+    CHECK_EQ(kmem_cache_shrink(c), 0);
+    st = stats(c);
+    CHECK_EQ(st.num_slabs, 0);
+    CHECK(kslab_pages_in_use() < before);
+    /* zalloc */
+    unsigned char *z = kmem_cache_zalloc(c, GFP_KERNEL);
+    int nz = 0;
+    for (int j = 0; j < 200; j++)
+        nz += z[j] != 0;
+    CHECK_EQ(nz, 0);
+    kmem_cache_free(c, z);
+    kmem_cache_destroy(c);
+    kmem_cache_destroy(NULL);
+}
+
+static void test_ctor_and_layout(void)
+{
+    ctor_calls = 0;
+    struct kmem_cache *c = kmem_cache_create("ctor_obj", 40, 0, 0, ctor);
+    void *p = kmem_cache_alloc(c, GFP_KERNEL);
+    CHECK(ctor_calls > 0);                   /* the ctor runs when a slab is made... */
+    unsigned char *b = p;
+    int ok = 1;
+    for (int i = 0; i < 40; i++)
+        ok &= b[i] == 0xAB;
+    CHECK(ok);
+    kmem_cache_free(c, p);
+    void *q = kmem_cache_alloc(c, GFP_KERNEL);
+    b = q;
+    ok = 1;
+    for (int i = 0; i < 40; i++)                 /* ...and free objects keep their */
+        ok &= b[i] == 0xAB;                      /* constructed state */
+    CHECK(ok);
+    kmem_cache_free(c, q);
+    kmem_cache_destroy(c);
+
+    /* alignment: explicit and hardware-cache */
+    struct kmem_cache *a = kmem_cache_create("al128", 40, 128, 0, NULL);
+    struct kmem_cache *h = kmem_cache_create("hw", 100, 0, SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE, NULL);
+    struct kmem_cache *h2 = kmem_cache_create("hw_small", 20, 0, SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE, NULL);
+    for (int i = 0; i < 100; i++) {
+        void *x = kmem_cache_alloc(a, GFP_KERNEL), *y = kmem_cache_alloc(h, GFP_KERNEL);
+        void *w = kmem_cache_alloc(h2, GFP_KERNEL);
+        CHECK_EQ((uintptr_t)x % 128, 0);
+        CHECK_EQ((uintptr_t)y % 64, 0);
+        CHECK_EQ((uintptr_t)w % 32, 0);         /* 20 bytes: line shared by two */
+        kmem_cache_free(a, x);
+        kmem_cache_free(h, y);
+        kmem_cache_free(h2, w);
+    }
+    kmem_cache_destroy(a);
+    kmem_cache_destroy(h);
+    kmem_cache_destroy(h2);
+    struct foo *f;
+    struct kmem_cache *fc = KMEM_CACHE(foo, SLAB_NO_MERGE);
+    CHECK(fc && strcmp(kslab_cache_name(fc), "foo") == 0 && kmem_cache_size(fc) == sizeof(struct foo));
+    f = kmem_cache_alloc(fc, GFP_KERNEL);
+    CHECK_EQ((uintptr_t)f % _Alignof(struct foo), 0);
+    kmem_cache_free(fc, f);
+    kmem_cache_destroy(fc);
+}
+
+static void test_merging(void)
+{
+    struct kmem_cache *a = kmem_cache_create("merge_a", 124, 0, 0, NULL);
+    struct kmem_cache *b = kmem_cache_create("merge_b", 121, 0, 0, NULL);
+    CHECK(a == b);                                   /* fits: alias */
+    CHECK(strcmp(kslab_cache_name(a), "kmalloc-128") == 0); /* merged into kmalloc-128 */
+    struct kmem_cache *x = kmem_cache_create("merge_x", 200, 0, 0, NULL);
+    struct kmem_cache *y = kmem_cache_create("merge_y", 196, 0, 0, NULL);
+    CHECK(x == y && strcmp(kslab_cache_name(y), "merge_x") == 0);
+    CHECK(x != kslab_kmalloc_cache(256));            /* 256 - 200 >= 8: own cache */
+    kmem_cache_destroy(y);
+    kmem_cache_destroy(x);
+    struct kmem_cache *n = kmem_cache_create("merge_no", 120, 0, SLAB_NO_MERGE, NULL);
+    CHECK(n != a);
+    struct kmem_cache *ct = kmem_cache_create("merge_ctor", 120, 0, 0, ctor);
+    CHECK(ct != a && ct != n);
+    struct kmem_cache *far = kmem_cache_create("merge_far", 100, 0, 0, NULL);
+    CHECK(far != a);                                 /* 128 - 104 >= 8: not merged */
+    CHECK(kmem_cache_create("merge_120", 120, 0, 0, NULL) != a); /* 128 - 120 = 8: not merged */
+    void *p = kmem_cache_alloc(a, GFP_KERNEL);
+    kmem_cache_destroy(b);                           /* drops the alias only */
+    kmem_cache_free(a, p);
+    kmem_cache_destroy(a);
+    kmem_cache_destroy(n);
+    kmem_cache_destroy(ct);
+    kmem_cache_destroy(far);
+    void *q = kmalloc(128, GFP_KERNEL);             /* kmalloc-128 still fine */
+    CHECK(q != NULL);
+    kfree(q);
+}
+
+static void test_create_errors(void)
+{
+    CHECK(kmem_cache_create(NULL, 10, 0, 0, NULL) == NULL);
+    CHECK(kmem_cache_create("zero", 0, 0, 0, NULL) == NULL);
+    CHECK(kmem_cache_create("huge", 1u << 30, 0, 0, NULL) == NULL);
+    CHECK(kmem_cache_create("badalign", 10, 24, 0, NULL) == NULL);
+}
+
+static void test_big_objects(void)
+{
+    struct kmem_cache *c = kmem_cache_create("big_obj", 100000, 0, 0, NULL);
+    CHECK(c != NULL);
+    void *p[5];
+    for (int i = 0; i < 5; i++) {
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        CHECK(p[i] != NULL);
+        memset(p[i], i, 100000);
+    }
+    for (int i = 0; i < 5; i++) {
+        CHECK(((unsigned char *)p[i])[99999] == i);
+        kfree(p[i]);                                  /* kfree works on any cache */
+    }
+    kmem_cache_destroy(c);
+}
+
+static void test_rcu_cache(void)
+{
+    struct kmem_cache *c = kmem_cache_create("rcu_obj", 64, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+    CHECK(c != kslab_kmalloc_cache(64));          /* never merged */
+    void *objs[2000];
+    for (int i = 0; i < 2000; i++)
+        objs[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    for (int i = 0; i < 2000; i++) {
+        memset(objs[i], 0x77, 64);
+        kmem_cache_free(c, objs[i]);
+    }
+    kmem_cache_shrink(c);
+    struct kslab_stats st = stats(c);
+    CHECK_EQ(st.free_slab, 0);                     /* slabs stay while the cache lives */
+    /* a stale pointer still reads memory of the same type: the object's
+     * contents outside the free pointer are intact */
+    CHECK(((unsigned char *)objs[0])[0] == 0x77);
+    kmem_cache_destroy(c);
+}
+
+static void test_slabinfo_and_descriptor(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct kmem_cache *c = kmem_cache_create("info_obj", 256, 0, SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE, NULL);
+    void *objs[20];
+    for (int i = 0; i < 20; i++)
+        objs[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    kslab_slabinfo(f);
+    fclose(f);
+    CHECK(strncmp(buf, "slabinfo - version: 2.1\n# name", 30) == 0);
+    char *line = strstr(buf, "\ninfo_obj ");
+    CHECK(line != NULL);
+    unsigned long act, num, osz, per, pages, l, b, sf, as, ns, sa;
+    CHECK(line && sscanf(line + 1, "info_obj %lu %lu %lu %lu %lu : tunables %lu %lu %lu : slabdata %lu %lu %lu",
+                         &act, &num, &osz, &per, &pages, &l, &b, &sf, &as, &ns, &sa) == 11);
+    CHECK_EQ(act, 20);
+    CHECK_EQ(osz, 256);
+    CHECK_EQ(per * osz <= pages * 4096, 1);
+    CHECK_EQ(num, per * ns);
+    CHECK(strstr(buf, "\nkmalloc-32 ") && strstr(buf, "\nkmalloc-96 ") && strstr(buf, "\nkmalloc-8k "));
+    /* kmalloc-32: 128 objects in one 4 KiB page (seed 000's SLUB figure) */
+    line = strstr(buf, "\nkmalloc-32 ");
+    CHECK(line && sscanf(line + 1, "kmalloc-32 %lu %lu %lu %lu %lu", &act, &num, &osz, &per, &pages) == 5);
+    CHECK_EQ(per, 128);
+    CHECK_EQ(pages, 1);
+    free(buf);
+    for (int i = 0; i < 20; i++)
+        kmem_cache_free(c, objs[i]);
+    kmem_cache_destroy(c);
+    CHECK_EQ(kslab_slab_descriptor_size(), 48);
+    CHECK(strcmp(kslab_allocator_name(), "slub") == 0);
+}
+
+static void test_destroy_with_objects(void *arg)
+{
+    struct kmem_cache *c = kmem_cache_create("leaky", 64, 0, SLAB_NO_MERGE, NULL);
+    for (int i = 0; i < 3; i++)
+        CHECK(kmem_cache_alloc(c, GFP_KERNEL) != NULL);
+    kmem_cache_destroy(c);
+    /* the cache is gone, its pages too: a new cache works */
+    struct kmem_cache *d = kmem_cache_create("after", 64, 0, SLAB_NO_MERGE, NULL);
+    void *p = kmem_cache_alloc(d, GFP_KERNEL);
+    kmem_cache_free(d, p);
+    kmem_cache_destroy(d);
+    fprintf(stderr, "survived\n");
+}
+
+static void panic_create(void *arg)
+{
+    kmem_cache_create("panicky", 0, 0, SLAB_PANIC, NULL);
+}
+
+int main(void)
+{
+    test_kmalloc_classes();
+    test_kmalloc_zero_and_null();
+    test_kzalloc_kcalloc();
+    test_large();
+    test_krealloc();
+    test_strdup_memdup_sensitive();
+    test_cache_basics();
+    test_ctor_and_layout();
+    test_merging();
+    test_create_errors();
+    test_big_objects();
+    test_rcu_cache();
+    test_slabinfo_and_descriptor();
+    {
+        char buf[1024];
+        int sig;
+        int rc = run_child(test_destroy_with_objects, NULL, buf, sizeof buf, &sig);
+        CHECK_EQ(rc, 0);
+        CHECK(strstr(buf, "kmem_cache_destroy leaky: Slab cache still has objects (3)") != NULL);
+        CHECK(strstr(buf, "survived") != NULL);
+    }
+    CHECK_DEATH(panic_create, NULL, "kmem_cache_create(panicky)");
+    return check_done();
+}
