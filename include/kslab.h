@@ -151,8 +151,9 @@ KSLAB_API struct kmem_cache *kslab_kmalloc_cache(size_t size);
 KSLAB_API size_t kslab_slab_descriptor_size(void);
 /* Pages (4 KiB) currently held by slabs of all caches: the "Slab:" line. */
 KSLAB_API uint64_t kslab_pages_in_use(void);
-/* Testing hook: make the n-th next mapping of memory from the OS fail
- * (1 = the next one; 0 disarms).  Lets tests reach out-of-memory paths. */
+/* Testing hook: make the next n mappings of memory from the OS fail (n > 0),
+ * all of them until disarmed (n < 0), or none (0).  Reaches the
+ * out-of-memory paths in tests. */
 KSLAB_API void kslab_test_fail_map(int n);
 /* Name of the back-end in use ("slub"). */
 KSLAB_API const char *kslab_allocator_name(void);

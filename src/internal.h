@@ -34,9 +34,7 @@ const char *prim_getenv(const char *name);      /* no allocation: safe before ma
 unsigned prim_ncpus(void);
 void prim_write_stderr(const char *s, size_t n);
 _Noreturn void prim_abort(void);
-/* Test hook: make the next `n`-th mapping fail (1 = the next one); 0 disarms. */
-void kslab_test_fail_map(int n);
-long kslab_test_maps(void);
+
 
 /* ---- locks --------------------------------------------------------------- */
 /* Test-and-test-and-set spinlock with back-off to sched_yield.  lock() is an

@@ -19,27 +19,25 @@ extern char **environ;
 /* Failure injection for the out-of-memory tests: the countdown is shared by
  * all threads; a relaxed RMW is enough because only its value matters. */
 static atomic_int fail_countdown;
-static atomic_long maps_done;
 
 void kslab_test_fail_map(int n)
 {
     atomic_store_explicit(&fail_countdown, n, memory_order_relaxed);
 }
 
-long kslab_test_maps(void)
-{
-    return atomic_load_explicit(&maps_done, memory_order_relaxed);
-}
 
+/* n > 0: the next n mappings fail; n < 0: all fail until disarmed. */
 static bool injected_failure(void)
 {
     int c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    if (likely(c == 0))
+        return false;
     while (c > 0) {
         if (atomic_compare_exchange_weak_explicit(&fail_countdown, &c, c - 1,
                                                   memory_order_relaxed, memory_order_relaxed))
-            return c == 1;
+            return true;
     }
-    return false;
+    return c < 0;
 }
 
 void *prim_map(size_t bytes)
@@ -49,7 +47,6 @@ void *prim_map(size_t bytes)
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    atomic_fetch_add_explicit(&maps_done, 1, memory_order_relaxed);
     return p;
 }
 

@@ -1,1 +1,110 @@
-int main(void){return 0;}
+/* test_death.c - bad input stops the program with one clear line naming what
+ * happened, the address and the cache. */
+#include "check.h"
+#include <kslab.h>
+#include <stdint.h>
+
+static void free_stack(void *a) { int x = 0; kfree(&x); }
+static void free_libc(void *a) { void *m = malloc(64); memset(m, 0, 64); kfree(m); }
+static void free_interior(void *a) { kfree((char *)a + 8); }
+static void cache_free_interior(void *a)
+{
+    struct kmem_cache *c = kmem_cache_create("interior_obj", 100, 0, SLAB_NO_MERGE, NULL);
+    char *p = kmem_cache_alloc(c, GFP_KERNEL);
+    kmem_cache_free(c, p + 40);
+}
+static void wrong_cache(void *a)
+{
+    struct kmem_cache *x = kmem_cache_create("cache_x", 100, 0, SLAB_NO_MERGE, NULL);
+    struct kmem_cache *y = kmem_cache_create("cache_y", 100, 0, SLAB_NO_MERGE, NULL);
+    void *p = kmem_cache_alloc(x, GFP_KERNEL);
+    kmem_cache_free(y, p);
+}
+static void wrong_cache_order(void *a)   /* caches with different slab orders */
+{
+    struct kmem_cache *x = kmem_cache_create("cache_small", 64, 0, SLAB_NO_MERGE, NULL);
+    struct kmem_cache *y = kmem_cache_create("cache_big", 3000, 0, SLAB_NO_MERGE, NULL);
+    void *p = kmem_cache_alloc(x, GFP_KERNEL);
+    kmem_cache_free(y, p);
+}
+static void double_free_fast(void *a)
+{
+    void *p = kmalloc(32, GFP_KERNEL);
+    kfree(p);
+    kfree(p);
+}
+static void double_free_slow(void *a)
+{
+    /* p's slab is no longer the cpu slab when it is freed twice */
+    struct kmem_cache *c = kmem_cache_create("df_obj", 256, 0, SLAB_NO_MERGE, NULL);
+    void *p = kmem_cache_alloc(c, GFP_KERNEL);
+    for (int i = 0; i < 100; i++)
+        (void)!kmem_cache_alloc(c, GFP_KERNEL);
+    kmem_cache_free(c, p);
+    kmem_cache_free(c, p);
+}
+static void double_free_large(void *a)
+{
+    void *p = kmalloc(100000, GFP_KERNEL);
+    kfree(p);
+    kfree(p);
+}
+static void large_interior(void *a)
+{
+    char *p = kmalloc(100000, GFP_KERNEL);
+    kfree(p + 5000);
+}
+static void large_into_cache(void *a)
+{
+    struct kmem_cache *c = kmem_cache_create("small_obj", 64, 0, SLAB_NO_MERGE, NULL);
+    kmem_cache_free(c, kmalloc(100000, GFP_KERNEL));
+}
+static void after_destroy(void *a)
+{
+    struct kmem_cache *c = kmem_cache_create("gone_obj", 2000, 0, SLAB_NO_MERGE, NULL);
+    void *p = kmem_cache_alloc(c, GFP_KERNEL);
+    kmem_cache_destroy(c);
+    kfree(p);
+}
+static void ksize_bad(void *a) { int x = 0; (void)ksize(&x); }
+static void bad_allocator(void *a)
+{
+    char *argv[] = { (char *)a, (char *)"--noop", NULL };
+    char *envp[] = { (char *)"KSLAB_ALLOCATOR=bogus", NULL };
+    execve((char *)a, argv, envp);
+    _exit(99);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--noop") == 0)
+        return 0;
+    CHECK_DEATH(free_stack, NULL, "kfree((any)): pointer 0x", "was not allocated by kslab");
+    CHECK_DEATH(free_libc, NULL, "was not allocated by kslab");
+    char *obj = kmalloc(64, GFP_KERNEL);
+    char where[64], start[64];
+    snprintf(where, sizeof where, "pointer %p is inside object", (void *)(obj + 8));
+    snprintf(start, sizeof start, "object %p of cache kmalloc-64", (void *)obj);
+    CHECK_DEATH(free_interior, obj, "kfree(kmalloc-64): ", where, start);
+    kfree(obj);
+    CHECK_DEATH(cache_free_interior, NULL, "kmem_cache_free(interior_obj)", "is inside object", "not at its start");
+    CHECK_DEATH(wrong_cache, NULL, "kmem_cache_free(cache_y): object 0x", "belongs to cache cache_x, not cache_y");
+    CHECK_DEATH(wrong_cache_order, NULL, "belongs to cache cache_small, not cache_big");
+    CHECK_DEATH(double_free_fast, NULL, "double free of object 0x", "in cache kmalloc-32");
+    CHECK_DEATH(double_free_slow, NULL, "double free of object 0x", "in cache df_obj");
+    CHECK_DEATH(double_free_large, NULL, "was not allocated by kslab");
+    CHECK_DEATH(large_interior, NULL, "inside the large allocation at 0x");
+    CHECK_DEATH(large_into_cache, NULL, "is a large kmalloc allocation, not an object of cache small_obj");
+    CHECK_DEATH(after_destroy, NULL, "is not in a live slab");
+    CHECK_DEATH(ksize_bad, NULL, "ksize((any)): pointer", "was not allocated by kslab");
+    CHECK_DEATH(bad_allocator, argv[0], "KSLAB_ALLOCATOR=bogus", "valid: slub");
+    /* the address printed is the one passed */
+    {
+        char buf[1024];
+        int sig;
+        run_child(free_stack, NULL, buf, sizeof buf, &sig);
+        CHECK(strstr(buf, "kslab: ") == buf);             /* one line, prefixed */
+        CHECK(strchr(buf, '\n') == buf + strlen(buf) - 1);
+    }
+    return check_done();
+}

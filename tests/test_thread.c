@@ -1,1 +1,169 @@
-int main(void){return 0;}
+/* test_thread.c - thread exit gives a thread's slabs back to the caches;
+ * fork() in a multi-threaded program leaves the child a working allocator. */
+#include "check.h"
+#include <kslab.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+static struct kmem_cache *cache;
+static void *handoff[5000];
+
+static void *exiting_thread(void *arg)
+{
+    (void)arg;
+    void *mine[5000];
+    for (int i = 0; i < 5000; i++) {
+        mine[i] = kmem_cache_alloc(cache, GFP_KERNEL);
+        memset(mine[i], 0x3c, 128);
+    }
+    for (int i = 0; i < 5000; i++) {
+        if (i % 2)
+            kmem_cache_free(cache, mine[i]);    /* locally: its cpu slab and partials */
+        else
+            handoff[i] = mine[i];               /* main frees these after we exit */
+    }
+    return NULL;
+}
+
+static void test_thread_exit(void)
+{
+    cache = kmem_cache_create("exit_obj", 128, 0, SLAB_NO_MERGE, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, exiting_thread, NULL);
+    pthread_join(t, NULL);
+    struct kslab_stats st;
+    kslab_cache_stats(cache, &st);
+    CHECK(st.cpuslab_flush >= 1);             /* its cpu slab was flushed at exit */
+    CHECK_EQ(st.active_objs, 2500);
+    int bad = 0;
+    for (int i = 0; i < 5000; i += 2) {
+        unsigned char *p = handoff[i];
+        for (int j = 8; j < 128; j++)
+            bad += p[j] != 0x3c;
+        kmem_cache_free(cache, p);
+    }
+    CHECK_EQ(bad, 0);
+    kmem_cache_shrink(cache);
+    kslab_cache_stats(cache, &st);
+    CHECK_EQ(st.active_objs, 0);
+    CHECK_EQ(st.num_slabs, 0);                /* nothing stayed frozen by a dead thread */
+
+    /* Many short-lived threads: memory stays bounded. */
+    uint64_t before = kslab_pages_in_use();
+    for (int round = 0; round < 200; round++) {
+        pthread_create(&t, NULL, exiting_thread, NULL);
+        pthread_join(t, NULL);
+        for (int i = 0; i < 5000; i += 2)
+            kmem_cache_free(cache, handoff[i]);
+    }
+    kmem_cache_shrink(cache);
+    kslab_cache_stats(cache, &st);
+    CHECK_EQ(st.num_slabs, 0);
+    CHECK(kslab_pages_in_use() <= before + 64);
+    kmem_cache_destroy(cache);
+}
+
+/* ---- fork ---- */
+static atomic_int stop;
+static struct kmem_cache *fcache;
+static void *live_from_thread[100];
+static atomic_int live_ready;
+
+static void *busy(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    if (me == 0) {
+        for (int i = 0; i < 100; i++) {
+            live_from_thread[i] = kmalloc(64, GFP_KERNEL);
+            memset(live_from_thread[i], 0x42, 64);
+        }
+        atomic_store(&live_ready, 1);
+    }
+    void *ring[32] = { 0 };
+    unsigned k = 0;
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        unsigned i = k++ % 32;
+        if (ring[i])
+            (k & 1) ? kfree(ring[i]) : kmem_cache_free(fcache, ring[i]);
+        ring[i] = (k & 1) ? kmalloc(16 + k % 3000, GFP_KERNEL) : kmem_cache_alloc(fcache, GFP_KERNEL);
+        if (k % 1000 == 0) {
+            struct kmem_cache *tmp = kmem_cache_create("tmp", 72, 0, SLAB_NO_MERGE, NULL);
+            kmem_cache_free(tmp, kmem_cache_alloc(tmp, GFP_KERNEL));
+            kmem_cache_destroy(tmp);
+        }
+    }
+    for (int i = 0; i < 32; i++)
+        if (ring[i])
+            kfree(ring[i]);
+    return NULL;
+}
+
+static int child_work(void)
+{
+    int bad = 0;
+    /* objects allocated by a thread that does not exist in the child */
+    for (int i = 0; i < 100; i++) {
+        unsigned char *p = live_from_thread[i];
+        for (int j = 8; j < 64; j++)
+            bad += p[j] != 0x42;
+        kfree(p);
+    }
+    void *v[20000];
+    for (int i = 0; i < 20000; i++) {
+        v[i] = i % 2 ? kmalloc(8 + i % 5000, GFP_KERNEL) : kmem_cache_alloc(fcache, GFP_KERNEL);
+        if (!v[i])
+            return 3;
+        memset(v[i], 1, 8);
+    }
+    for (int i = 0; i < 20000; i++)
+        kfree(v[i]);
+    struct kmem_cache *c = kmem_cache_create("child", 300, 0, SLAB_NO_MERGE, NULL);
+    void *p = kmem_cache_alloc(c, GFP_KERNEL);
+    kmem_cache_free(c, p);
+    kmem_cache_destroy(c);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    kslab_slabinfo(f);
+    fclose(f);
+    return bad ? 2 : (strstr(buf, "fork_obj") ? 0 : 4);
+}
+
+static void test_fork(void)
+{
+    fcache = kmem_cache_create("fork_obj", 200, 0, SLAB_NO_MERGE, NULL);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, busy, (void *)(intptr_t)i);
+    while (!atomic_load(&live_ready))
+        ;
+    int failures = 0;
+    for (int round = 0; round < 30; round++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(child_work());
+        int st;
+        waitpid(pid, &st, 0);
+        failures += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+            fprintf(stderr, "fork round %d: status 0x%x\n", round, st);
+    }
+    CHECK_EQ(failures, 0);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 100; i++)
+        kfree(live_from_thread[i]);
+    struct kslab_stats st;
+    kslab_cache_stats(fcache, &st);
+    CHECK_EQ(st.active_objs, 0);
+    kmem_cache_destroy(fcache);
+}
+
+int main(void)
+{
+    test_thread_exit();
+    test_fork();
+    return check_done();
+}

@@ -1,0 +1,44 @@
+# kslab: `make` builds, `make test` runs the whole suite (plain, ASan+UBSan,
+# TSan), `make bench` writes the benchmark report, `make install PREFIX=DIR`.
+PREFIX ?= /usr/local
+BUILD  ?= build
+JOBS   ?= 2
+CMAKE  ?= cmake
+
+.PHONY: all test test-plain test-asan test-tsan bench install deps clean
+
+all: build/Makefile
+	$(CMAKE) --build build -j$(JOBS)
+
+build/Makefile:
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release
+
+deps:
+	@sh tools/deps.sh test
+
+test: deps test-plain test-asan test-tsan
+
+test-plain: all
+	cd build && ctest --output-on-failure -j$(JOBS)
+
+test-asan:
+	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKSLAB_SANITIZE=address,undefined
+	$(CMAKE) --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS) -E install
+
+test-tsan:
+	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DKSLAB_SANITIZE=thread
+	$(CMAKE) --build build-tsan -j$(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j$(JOBS) -E install
+
+bench: all
+	@sh tools/deps.sh bench
+	sh bench/run.sh
+
+install:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+	$(CMAKE) --install $(BUILD)
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Install the Debian packages `make test` / `make bench` need, when run as
+# root and they are missing.  Usage: deps.sh test|bench
+set -e
+need="cmake gcc make pkg-config libc6-dev"
+case "$1" in
+  bench) need="$need libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 valgrind gnuplot-nox" ;;
+esac
+missing=""
+for p in $need; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "deps: missing Debian packages:$missing (run as root to install them)" >&2
+  exit 0
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq $missing >/dev/null
