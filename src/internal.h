@@ -87,7 +87,7 @@ struct slab {
     void *freelist;                 /* objects freed to the slab (remote frees while frozen) */
     union slab_counters counters;
     /* ---- stable while the slab lives, or protected by a lock ---- */
-    struct kmem_cache *cache;       /* head page of a live slab: its cache; NULL otherwise */
+    struct kmem_cache *cache;       /* every page of a live slab: its cache; NULL otherwise */
     struct slab *next, *prev;       /* cache partial list / cpu partial list / buddy free list */
     uint8_t pg_order;               /* every page of a block: order of the block it belongs to */
     uint8_t pg_state;               /* head page: PG_FREE, PG_SLAB or PG_META */
@@ -117,7 +117,7 @@ struct arena {
 enum { CHUNK_NONE = 0, CHUNK_ARENA = 1, CHUNK_LARGE = 2 };
 
 /* The chunk map: a two-level radix table from every 4 MiB chunk of the 47-bit
- * address space to a tagged pointer (arena, or large-allocation header).
+ * address space covered by a large allocation to its tagged header.
  * Readers use relaxed loads: an object's chunk entry is written before the
  * object is handed out, and the user's own synchronisation orders that
  * hand-out before any free of it by another thread. */
@@ -150,6 +150,26 @@ static inline void *slab_address(const struct slab *slab)
 static inline struct slab *page_desc(struct arena *a, const void *p)
 {
     return &a->pages[((uintptr_t)p >> PAGE_SHIFT) & (ARENA_PAGES - 1)];
+}
+static inline struct slab *addr_desc(uintptr_t p)
+{
+    return page_desc((struct arena *)(p & ~(CHUNK_SIZE - 1)), (const void *)p);
+}
+
+/* Arena bitmap: one bit per 4 MiB chunk of the 47-bit address space (4 MiB
+ * of zero-fill bss, of which a page is touched per 128 GiB of address space
+ * in use).  A set bit means "this chunk is an arena": one load tells kfree()
+ * that an address may be a slab object.  Bits are set (relaxed atomic OR)
+ * before any object of the arena is handed out and never cleared. */
+#define ARENA_BITS_WORDS (1ul << (47 - CHUNK_SHIFT - 6))
+extern uint64_t kslab_arena_bits[ARENA_BITS_WORDS];
+static inline bool in_arena(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (unlikely(a >> 47))
+        return false;
+    return (__atomic_load_n(&kslab_arena_bits[a >> (CHUNK_SHIFT + 6)], __ATOMIC_RELAXED) >>
+            ((a >> CHUNK_SHIFT) & 63)) & 1;
 }
 
 struct slab *pages_alloc(unsigned order, struct kmem_cache *owner); /* NULL when out of memory */
@@ -189,7 +209,8 @@ struct kmem_cache {
     uint32_t size;             /* object stride, metadata included */
     uint32_t object_size;      /* what the user asked for */
     uintptr_t slab_mask;       /* ~(slab bytes - 1): slabs are naturally aligned */
-    uint64_t recip;            /* ceil(2^64 / size), for offset -> index */
+    uint64_t inv;              /* inverse of size's odd part mod 2^64 (see obj_index) */
+    uint32_t shift;            /* ctz(size) */
     uint32_t objects;          /* objects per slab */
     uint32_t order;            /* slab = 2^order pages */
     slab_flags_t flags;
@@ -215,14 +236,32 @@ struct kmem_cache {
     struct kmem_cache *next_cache;
 };
 
+/*
+ * Index of the object starting at offset `off` of a slab, or a number >=
+ * s->objects if no object starts there.  With size = d * 2^shift (d odd) and
+ * inv = d^-1 mod 2^64: if off = q * size then off * inv = q * 2^shift exactly
+ * and the rotate gives q; if size does not divide off, the low bits or the
+ * modular product make the result exceed 2^(64-shift) / d >> objects.  One
+ * multiply, one rotate, and the caller's single compare checks "inside the
+ * slab" and "at an object's start" together (and off may be "negative").
+ */
+static inline uint64_t obj_index(const struct kmem_cache *s, uintptr_t off)
+{
+    uint64_t v = (uint64_t)off * s->inv;
+    return (v >> s->shift) | (v << ((64 - s->shift) & 63));
+}
+
 /* Per-thread, per-cache state.  Hot part: one 32-byte entry per cache
  * (two per cache line) for the fast paths. */
 struct kmem_cache_cpu {
     void *freelist;            /* objects the owning thread may take with no atomic */
-    struct slab *slab;         /* the cpu slab (frozen), or NULL */
+    uintptr_t slab_base;       /* address of the cpu slab (frozen), or NO_CPU_SLAB */
     uint64_t alloc_fast;       /* ALLOC_FASTPATH events (relaxed atomic store by owner) */
     uint64_t free_fast;        /* FREE_FASTPATH events */
 };
+/* "No cpu slab": a non-canonical address, so x - slab_base is never the
+ * offset of an object for any pointer a program can hold. */
+#define NO_CPU_SLAB ((uintptr_t)1 << 63)
 struct kmem_cache_cpu_cold {
     struct slab *partial;      /* frozen slabs with free objects, singly linked by ->next */
     uint32_t nr_partial;

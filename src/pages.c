@@ -3,8 +3,9 @@
  *
  * Memory is mapped in 4 MiB chunks aligned to 4 MiB.  A chunk is either an
  * arena (carved into slab pages) or part of one large allocation (kmalloc
- * above KMALLOC_MAX_CACHE_SIZE, mapped directly).  The chunk map (a two-level
- * radix table) says which, so any address is classified in two loads.
+ * above KMALLOC_MAX_CACHE_SIZE, mapped directly).  Arenas are marked in the
+ * arena bitmap (one load to classify an address); large allocations in the
+ * chunk map, a two-level radix table to their headers.
  *
  * An arena begins with its descriptor table: one 48-byte struct slab per
  * 4 KiB page (13 pages of metadata, 1.3 %).  The remaining pages are handed
@@ -22,6 +23,7 @@
 #include "internal.h"
 
 _Atomic(uintptr_t *) kslab_chunk_map[1u << MAP_L1_BITS];
+uint64_t kslab_arena_bits[ARENA_BITS_WORDS];
 
 static kslab_lock_t pages_lock = KSLAB_LOCK_INIT;
 static struct slab *free_area[MAX_PAGE_ORDER + 1];   /* buddy free lists (pages_lock) */
@@ -92,10 +94,8 @@ static bool arena_grow(void)
     struct arena *a = prim_map_aligned(CHUNK_SIZE, CHUNK_SIZE);
     if (!a)
         return false;
-    if (!chunk_map_set(a, CHUNK_SIZE, (uintptr_t)a | CHUNK_ARENA)) {
-        prim_unmap(a, CHUNK_SIZE);
-        return false;
-    }
+    uintptr_t ci = (uintptr_t)a >> CHUNK_SHIFT;
+    __atomic_fetch_or(&kslab_arena_bits[ci >> 6], 1ull << (ci & 63), __ATOMIC_RELAXED);
     a->magic = ARENA_MAGIC;
     a->meta_pages = (uint32_t)(ALIGN_UP(sizeof(struct arena), PAGE_SIZE) >> PAGE_SHIFT);
     /* Metadata pages keep pg_state == PG_META (zero) and cache == NULL. */
@@ -133,11 +133,14 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
         k--;
         buddy_push(b + (1u << k), k);
     }
+    /* Every page names the cache (kfree() reads it from the page it lands
+     * on); only the head is PG_SLAB.  Set under pages_lock so that
+     * pages_for_each_slab() reads them safely. */
     for (unsigned i = 0; i < (1u << order); i++) {
         b[i].pg_order = (uint8_t)order;
-        b[i].pg_state = i ? PG_META : PG_SLAB;  /* only the head is a slab */
+        b[i].pg_state = i ? PG_META : PG_SLAB;
+        b[i].cache = cache;
     }
-    b->cache = cache;   /* set under pages_lock so pages_for_each_slab reads it safely */
     kslab_unlock(&pages_lock);
     atomic_fetch_add_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
     return b;
@@ -149,11 +152,11 @@ void pages_free(struct slab *b, unsigned order)
     atomic_fetch_sub_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
     struct arena *a = slab_arena(b);
     kslab_lock(&pages_lock);
-    for (unsigned i = 1; i < (1u << order); i++) {
+    for (unsigned i = 0; i < (1u << order); i++) {
         b[i].pg_order = 0;
         b[i].pg_state = PG_FREE;
+        b[i].cache = NULL;
     }
-    b->cache = NULL;
     size_t idx = (size_t)(b - a->pages);
     while (order < MAX_PAGE_ORDER) {  /* merge with the buddy while it is free and whole */
         size_t bi = idx ^ (1u << order);

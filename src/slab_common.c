@@ -174,7 +174,9 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
 
 __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial-exec"))) =
     (struct kslab_thread *)kslab_no_thread;
-struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES];
+struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES] = {
+    [0 ... KSLAB_MAX_CACHES - 1] = { .slab_base = NO_CPU_SLAB }
+};
 
 static kslab_lock_t threads_lock = KSLAB_LOCK_INIT;  /* the thread registry */
 static struct kslab_thread *threads;
@@ -205,9 +207,11 @@ struct kslab_thread *kslab_thread_get(void)
     if (likely(thread_is_real(t)))
         return t;
     kslab_ensure_init();
-    t = prim_map(sizeof *t);     /* zeroed; untouched entries cost no memory */
+    t = prim_map(sizeof *t);     /* zeroed; untouched cold entries cost no memory */
     if (!t)
         return NULL;
+    for (int i = 0; i < KSLAB_MAX_CACHES; i++)
+        t->cpu[i].slab_base = NO_CPU_SLAB;
     kslab_lock(&threads_lock);
     thread_link(t);
     kslab_unlock(&threads_lock);
@@ -229,6 +233,7 @@ static void thread_fold(struct kslab_thread *t, struct kmem_cache *s)
             atomic_fetch_add_explicit(&s->stat_total[i], cc->stat[i], memory_order_relaxed);
     memset(c, 0, sizeof *c);
     memset(cc, 0, sizeof *cc);
+    c->slab_base = NO_CPU_SLAB;
 }
 
 /* Give all of t's slabs back to their caches and retire t.  Used at thread
@@ -471,27 +476,26 @@ size_t kslab_slab_descriptor_size(void)
 
 /* ---- finding an object's slab, and bad frees ------------------------------------ */
 
-/* The head descriptor of the slab holding x (x in arena a), or NULL if x is
- * not in a live slab. */
-static inline struct slab *arena_slab_of(struct arena *a, const void *x)
+/* The head descriptor of the slab holding x (x in an arena), or NULL if x
+ * is not in a live slab. */
+static inline struct slab *arena_slab_of(const void *x)
 {
-    struct slab *d = page_desc(a, x);
-    size_t idx = (size_t)(d - a->pages);
-    struct slab *head = &a->pages[idx & ~(((size_t)1 << d->pg_order) - 1)];
-    return head->cache ? head : NULL;
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (!s)
+        return NULL;
+    struct slab *head = addr_desc((uintptr_t)x & s->slab_mask);
+    return head->pg_state == PG_SLAB ? head : NULL;
 }
 
-/* Is x the start of an object of s in slab (whose first byte is at base)? */
+/* Is x the start of an object of s in the slab starting at base? */
 static inline bool object_start(const struct kmem_cache *s, uintptr_t base, const void *x)
 {
-    uintptr_t off = (uintptr_t)x - base;
-    uint64_t idx = (uint64_t)(((unsigned __int128)off * s->recip) >> 64);
-    return idx * s->size == off && idx < s->objects;
+    return obj_index(s, (uintptr_t)x - base) < s->objects;
 }
 
 void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *x)
 {
-    uintptr_t e = chunk_entry(x);
+    uintptr_t e = in_arena(x) ? CHUNK_ARENA : chunk_entry(x);
     const char *want = s ? s->name : "(any)";
     if ((e & 3) == CHUNK_LARGE) {
         struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);
@@ -503,7 +507,7 @@ void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *x)
     }
     if ((e & 3) != CHUNK_ARENA)
         kslab_report("%s(%s): pointer %p was not allocated by kslab", fn, want, x);
-    struct slab *slab = arena_slab_of((struct arena *)(e & ~(uintptr_t)3), x);
+    struct slab *slab = arena_slab_of(x);
     if (!slab)
         kslab_report("%s(%s): pointer %p is not in a live slab (never allocated, or its slab "
                      "was freed)", fn, want, x);
@@ -524,18 +528,26 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
     return slub_alloc(s, flags);
 }
 
+/* Everything but "x is in the thread's cpu slab of s": validate, then
+ * SLUB's slow free. */
+static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x, const char *fn)
+{
+    if (unlikely(!in_arena(x)))
+        kslab_bad_free(fn, s, x);
+    uintptr_t base = (uintptr_t)x & s->slab_mask;
+    struct slab *slab = addr_desc(base);
+    if (unlikely(slab->cache != s || slab->pg_state != PG_SLAB || !object_start(s, base, x)))
+        kslab_bad_free(fn, s, x);
+    __slub_free(s, slab, x);
+}
+
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
     if (unlikely(!x))
         return;
-    uintptr_t e = chunk_entry(x);
-    if (unlikely((e & 3) != CHUNK_ARENA))
-        kslab_bad_free("kmem_cache_free", s, x);
-    uintptr_t base = (uintptr_t)x & s->slab_mask;
-    struct slab *slab = page_desc((struct arena *)(e & ~(uintptr_t)3), (void *)base);
-    if (unlikely(slab->cache != s || !object_start(s, base, x)))
-        kslab_bad_free("kmem_cache_free", s, x);
-    slub_free(s, slab, x);
+    if (likely(slub_free_fast(s, x)))
+        return;
+    kmem_cache_free_slow(s, x, "kmem_cache_free");
 }
 
 static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
@@ -557,21 +569,9 @@ void *kmalloc(size_t size, gfp_t flags)
     return kmalloc_large(size, flags);
 }
 
-void kfree(const void *x)
+static noinline void kfree_slow(const void *x)
 {
-    if (unlikely(ZERO_OR_NULL_PTR(x)))
-        return;
     uintptr_t e = chunk_entry(x);
-    if (likely((e & 3) == CHUNK_ARENA)) {
-        struct slab *slab = arena_slab_of((struct arena *)(e & ~(uintptr_t)3), x);
-        if (unlikely(!slab))
-            kslab_bad_free("kfree", NULL, x);
-        struct kmem_cache *s = slab->cache;
-        if (unlikely(!object_start(s, (uintptr_t)x & s->slab_mask, x)))
-            kslab_bad_free("kfree", NULL, x);
-        slub_free(s, slab, (void *)x);
-        return;
-    }
     if ((e & 3) == CHUNK_LARGE) {
         large_free((struct large_hdr *)(e & ~(uintptr_t)3), x);
         return;
@@ -579,14 +579,30 @@ void kfree(const void *x)
     kslab_bad_free("kfree", NULL, x);
 }
 
+void kfree(const void *x)
+{
+    if (unlikely(ZERO_OR_NULL_PTR(x)))
+        return;
+    if (unlikely(!in_arena(x))) {
+        kfree_slow(x);
+        return;
+    }
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (unlikely(!s))
+        kslab_bad_free("kfree", NULL, x);
+    if (likely(slub_free_fast(s, (void *)x)))
+        return;
+    kmem_cache_free_slow(s, (void *)x, "kfree");
+}
+
 size_t ksize(const void *x)
 {
     if (ZERO_OR_NULL_PTR(x))
         return 0;
-    uintptr_t e = chunk_entry(x);
-    if ((e & 3) == CHUNK_ARENA) {
-        struct slab *slab = arena_slab_of((struct arena *)(e & ~(uintptr_t)3), x);
-        if (slab && object_start(slab->cache, (uintptr_t)x & slab->cache->slab_mask, x))
+    uintptr_t e = in_arena(x) ? CHUNK_ARENA : chunk_entry(x);
+    if (e == CHUNK_ARENA) {
+        struct slab *slab = arena_slab_of(x);
+        if (slab && object_start(slab->cache, (uintptr_t)slab_address(slab), x))
             return slab->cache->size;
     } else if ((e & 3) == CHUNK_LARGE) {
         struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);

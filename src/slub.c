@@ -162,7 +162,11 @@ int slub_cache_init(struct kmem_cache *s)
     s->order = slub_calculate_order(s->size);
     s->objects = (uint32_t)((PAGE_SIZE << s->order) / s->size);
     s->slab_mask = ~((PAGE_SIZE << s->order) - 1);
-    s->recip = (uint64_t)(((unsigned __int128)1 << 64) / s->size) + 1;
+    s->shift = (uint32_t)__builtin_ctz(s->size);
+    uint64_t d = s->size >> s->shift, inv = d;   /* Newton: each step doubles the good bits */
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - d * inv;
+    s->inv = inv;
     /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10]. */
     unsigned lg = 0;
     while ((1u << (lg + 1)) <= s->size)
@@ -380,7 +384,7 @@ static void *get_partial_node(struct kmem_cache *s, struct kmem_cache_cpu *c,
         remove_partial(s, slab);
         if (!freelist) {
             freelist = freeze_slab(s, cc, slab, true);
-            c->slab = slab;
+            c->slab_base = (uintptr_t)slab_address(slab);
             stat_add(s, cc, ALLOC_FROM_PARTIAL, 1);
         } else {
             freeze_slab(s, cc, slab, false);
@@ -401,13 +405,13 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
                            struct kmem_cache_cpu_cold *cc)
 {
     void *freelist;
-    if (c->slab) {
-        freelist = get_freelist(s, cc, c->slab);
+    if (c->slab_base != NO_CPU_SLAB) {
+        freelist = get_freelist(s, cc, addr_desc(c->slab_base));
         if (freelist) {
             stat_add(s, cc, ALLOC_REFILL, 1);
             goto load;
         }
-        c->slab = NULL;               /* full: get_freelist() unfroze it */
+        c->slab_base = NO_CPU_SLAB;   /* full: get_freelist() unfroze it */
         stat_add(s, cc, DEACTIVATE_FULL, 1);
     }
     while (cc->partial) {
@@ -416,7 +420,7 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
         cc->nr_partial--;
         freelist = get_freelist(s, cc, slab);
         if (freelist) {
-            c->slab = slab;
+            c->slab_base = (uintptr_t)slab_address(slab);
             stat_add(s, cc, CPU_PARTIAL_ALLOC, 1);
             goto load;
         }
@@ -428,7 +432,7 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
     if (!slab)
         return NULL;
     stat_add(s, cc, ALLOC_SLAB, 1);
-    c->slab = slab;
+    c->slab_base = (uintptr_t)freelist;   /* the first object is at the slab's start */
 load:
     c->freelist = get_freepointer(s, freelist);
     return freelist;
@@ -532,10 +536,10 @@ void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
 {
     struct kmem_cache_cpu *c = &t->cpu[s->id];
     struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
-    if (c->slab) {
-        struct slab *slab = c->slab;
+    if (c->slab_base != NO_CPU_SLAB) {
+        struct slab *slab = addr_desc(c->slab_base);
         void *fl = c->freelist;
-        c->slab = NULL;
+        c->slab_base = NO_CPU_SLAB;
         c->freelist = NULL;
         deactivate_slab(s, cc, slab, fl);
         stat_add(s, cc, CPUSLAB_FLUSH, 1);

@@ -2,10 +2,11 @@
  * slub.h - SLUB's fast paths, inlined into the front doors (slab_common.c).
  *
  * Allocation: one TLS load, one load of the thread's cpu freelist, one test,
- * one load of the next free pointer, one store.  Free to the thread's own cpu
- * slab: one compare with the cpu slab, one double-free compare, two stores.
- * Neither takes a lock or does an atomic read-modify-write.  Everything else
- * is in __slub_alloc()/__slub_free() in slub.c.
+ * one load of the next free pointer, one store, one counter.  Free to the
+ * thread's own cpu slab: a subtract, a multiply and a rotate that prove the
+ * pointer is an object of the cpu slab (no lookup), one double-free compare,
+ * two stores, one counter.  Neither takes a lock or does an atomic
+ * read-modify-write.  Everything else is in __slub_alloc()/__slub_free().
  */
 #ifndef KSLAB_SLUB_H
 #define KSLAB_SLUB_H
@@ -33,18 +34,20 @@ static inline void *slub_alloc(struct kmem_cache *s, gfp_t gfp)
     return object;
 }
 
-static inline void slub_free(struct kmem_cache *s, struct slab *slab, void *x)
+/* Free x if it is an object of the thread's cpu slab of s; false if not
+ * (then the caller validates x and takes the slow path).  The obj_index()
+ * test alone proves x is an object start inside the cpu slab. */
+static inline bool slub_free_fast(struct kmem_cache *s, void *x)
 {
     struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
-    if (likely(slab == c->slab)) {
-        void *head = c->freelist;
-        if (unlikely(head == x))
-            kslab_report("double free of object %p in cache %s", x, s->name);
-        set_freepointer(s, x, head);
-        c->freelist = x;
-        counter_inc(&c->free_fast, 1);
-        return;
-    }
-    __slub_free(s, slab, x);
+    if (unlikely(obj_index(s, (uintptr_t)x - c->slab_base) >= s->objects))
+        return false;
+    void *head = c->freelist;
+    if (unlikely(head == x))
+        kslab_report("double free of object %p in cache %s", x, s->name);
+    set_freepointer(s, x, head);
+    c->freelist = x;
+    counter_inc(&c->free_fast, 1);
+    return true;
 }
 #endif

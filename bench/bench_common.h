@@ -1,0 +1,70 @@
+/* bench_common.h - timing helpers shared by the benchmark programs:
+ * rdtsc cycles and CLOCK_MONOTONIC nanoseconds, median over runs. */
+#ifndef KSLAB_BENCH_COMMON_H
+#define KSLAB_BENCH_COMMON_H
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <x86intrin.h>
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t cycles(void)
+{
+    unsigned aux;
+    return __rdtscp(&aux);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One measurement: median and spread (min, max) of per-item ns and cycles. */
+struct result { double ns, ns_min, ns_max, cyc, cyc_min, cyc_max; };
+
+static inline struct result summarize(double *ns, double *cyc, int runs)
+{
+    struct result r;
+    qsort(ns, (size_t)runs, sizeof *ns, cmp_double);
+    qsort(cyc, (size_t)runs, sizeof *cyc, cmp_double);
+    r.ns = ns[runs / 2];
+    r.ns_min = ns[0];
+    r.ns_max = ns[runs - 1];
+    r.cyc = cyc[runs / 2];
+    r.cyc_min = cyc[0];
+    r.cyc_max = cyc[runs - 1];
+    return r;
+}
+
+/* Time `body` (a statement run `iters` times per run) over `runs` runs. */
+#define MEASURE(res, runs, iters, per, body)                                          \
+    do {                                                                              \
+        double _ns[64], _cy[64];                                                      \
+        for (int _r = 0; _r < (runs); _r++) {                                         \
+            uint64_t _t0 = now_ns(), _c0 = cycles();                                  \
+            for (long _i = 0; _i < (iters); _i++) {                                   \
+                body;                                                                 \
+            }                                                                         \
+            uint64_t _c1 = cycles(), _t1 = now_ns();                                  \
+            _ns[_r] = (double)(_t1 - _t0) / ((double)(iters) * (per));               \
+            _cy[_r] = (double)(_c1 - _c0) / ((double)(iters) * (per));               \
+        }                                                                             \
+        (res) = summarize(_ns, _cy, (runs));                                          \
+    } while (0)
+
+static inline void print_result(const char *who, const char *what, struct result r)
+{
+    printf("%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\n", who, what, r.ns, r.ns_min, r.ns_max,
+           r.cyc, r.cyc_min, r.cyc_max);
+}
+#endif
