@@ -33,7 +33,7 @@ test-tsan:
 
 bench: all
 	@sh tools/deps.sh bench
-	sh bench/run.sh
+	bash bench/run.sh
 
 install:
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX)

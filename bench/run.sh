@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# make bench: run every benchmark, side by side with the peers, and write
+# results/report.md (+ PNG plots).  Peers are Debian's libjemalloc2,
+# libmimalloc2.0 and libtcmalloc-minimal4, loaded with LD_PRELOAD; a peer that
+# is not installed is reported as missing, not dropped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build/bench
+OUT=${KSLAB_RESULTS:-results}
+mkdir -p "$OUT"
+RAW="$OUT/raw"
+mkdir -p "$RAW"
+LIBDIR=/usr/lib/x86_64-linux-gnu
+declare -A PEER=( [glibc]="" [jemalloc]="$LIBDIR/libjemalloc.so.2"
+                  [mimalloc]="$LIBDIR/libmimalloc.so.2" [tcmalloc]="$LIBDIR/libtcmalloc_minimal.so.4" )
+PEERS="glibc jemalloc mimalloc tcmalloc"
+peer_ok() { [ -z "${PEER[$1]}" ] || [ -e "${PEER[$1]}" ]; }
+run_peer() {  # run_peer NAME CMD...: CMD under the peer's malloc
+  local p=$1; shift
+  if [ -z "${PEER[$p]}" ]; then "$@"; else LD_PRELOAD="${PEER[$p]}" "$@"; fi
+}
+
+REPORT="$OUT/report.md"
+{
+  echo "# kslab benchmark report"
+  echo
+  echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)."
+  echo "Date: $(date -u +%Y-%m-%dT%H:%MZ).  Timings are medians of 7 runs (spread: min-max);"
+  echo "cycles are rdtsc ticks.  The machine is shared and noisy: compare rows, not absolutes."
+  echo "Slab descriptor (struct slab): $(grep -o 'sizeof(struct slab) == [0-9]*' src/internal.h | awk '{print $4}') bytes."
+  echo
+} > "$REPORT"
+
+# ---- 1. micro: one alloc+free pair ------------------------------------------
+echo "== micro: alloc+free pairs"
+: > "$RAW/micro.tsv"
+$B/micro_static "kslab (static)" >> "$RAW/micro.tsv"
+$B/micro_shared "kslab (libkslab.so)" >> "$RAW/micro.tsv"
+for p in $PEERS; do
+  if peer_ok "$p"; then run_peer "$p" $B/malloc_pair "$p" >> "$RAW/micro.tsv"
+  else printf '%s\tmissing\n' "$p" >> "$RAW/micro.tsv"; fi
+done
+{
+  echo "## Fast path: one allocation + free pair"
+  echo
+  echo "kslab: \`kmem_cache_alloc\`+\`kmem_cache_free\` of a 256-byte object (SLAB_HWCACHE_ALIGN), and"
+  echo "\`kmalloc(32)\`+\`kfree\`.  Peers: \`malloc\`+\`free\` of the same sizes."
+  echo
+  echo "| allocator | pair | ns/pair (min-max) | cycles/pair |"
+  echo "|---|---|---|---|"
+  awk -F'\t' '$2=="missing"{printf "| %s | missing (package not installed) | | |\n",$1; next}
+              {printf "| %s | %s | %.2f (%.2f-%.2f) | %.1f |\n",$1,$2,$3,$4,$5,$6}' "$RAW/micro.tsv"
+  echo
+} >> "$REPORT"
+cat "$RAW/micro.tsv" | column -t -s $'\t'
+
+for s in bench/sections/*.sh; do
+  [ -e "$s" ] || continue
+  # shellcheck source=/dev/null
+  . "$s"
+done
+
+echo
+echo "report: $REPORT"
