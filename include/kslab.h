@@ -68,6 +68,15 @@ KSLAB_API int kmem_cache_shrink(struct kmem_cache *s);
 KSLAB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags) KSLAB_MALLOC_ATTR;
 KSLAB_API void kmem_cache_free(struct kmem_cache *s, void *objp);
 KSLAB_API unsigned int kmem_cache_size(struct kmem_cache *s);
+/* Bulk: kmem_cache_alloc_bulk returns size, or 0 after freeing whatever it
+ * had taken (all or nothing).  kmem_cache_free_bulk with s == NULL looks each
+ * object's cache up from its address (that is kfree_bulk, which also takes
+ * large kmalloc allocations).  NULL entries are skipped; the free calls may
+ * overwrite entries of the array (with NULL), as the kernel's do. */
+KSLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t size, void **p);
+KSLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p);
+KSLAB_API void kfree_bulk(size_t size, void **p);
+
 static inline void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags)
 {
     return kmem_cache_alloc(s, flags | __GFP_ZERO);

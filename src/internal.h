@@ -90,12 +90,12 @@ struct slab {
     struct kmem_cache *cache;       /* every page of a live slab: its cache; NULL otherwise */
     struct slab *next, *prev;       /* cache partial list / cpu partial list / buddy free list */
     uint8_t pg_order;               /* every page of a block: order of the block it belongs to */
-    uint8_t pg_state;               /* head page: PG_FREE, PG_SLAB or PG_META */
+    uint8_t pg_state;               /* head page: PG_FREE, PG_HOT, PG_SLAB or PG_META */
     uint16_t pg_pad;
     uint32_t pg_pad2;
 } __attribute__((aligned(16)));
 
-enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2 };
+enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2, PG_HOT = 3 /* freed, in the reserve */ };
 
 _Static_assert(sizeof(struct slab) == 48, "struct slab is 48 bytes; seeds 003/004 care");
 
@@ -174,6 +174,7 @@ static inline bool in_arena(const void *p)
 
 struct slab *pages_alloc(unsigned order, struct kmem_cache *owner); /* NULL when out of memory */
 void pages_free(struct slab *head, unsigned order);
+void pages_release_all(void);                   /* give the reserve of free blocks to the OS */
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg);
 void pages_atfork_prepare(void);
 void pages_atfork_parent(void);
@@ -309,6 +310,10 @@ int slub_cache_init(struct kmem_cache *s);       /* computes layout and order */
 void *__slub_alloc(struct kmem_cache *s, gfp_t gfp);
 void __slub_free(struct kmem_cache *s, struct slab *slab, void *x);
 void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s); /* one cache of t */
+int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p);
+void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
+                        unsigned cnt);
+void slub_free_bulk(struct kmem_cache *s, size_t size, void **p);  /* = kmem_cache_free_bulk */
 int slub_shrink(struct kmem_cache *s);
 long slub_destroy_slabs(struct kmem_cache *s);    /* frees every slab; returns how many */
 

@@ -13,9 +13,11 @@
  * one free list per order, under one lock.  Natural alignment is what lets
  * kmem_cache_free() find a slab's head page with a mask.
  *
- * A freed block's pages are given back to the OS at once (MADV_DONTNEED) and
- * the block is merged with its free buddy; the address range stays reserved,
- * so chunk map entries of arenas never change after they are set.
+ * A freed block first goes to a small LIFO reserve of recently freed blocks
+ * (at most 2 MiB), so slab churn reuses warm pages; beyond that reserve, and
+ * on kmem_cache_shrink(), blocks are given back to the OS (MADV_DONTNEED) and
+ * merged with their free buddies.  The address range stays reserved, so arena
+ * bits never change after they are set.
  *
  * Lock order: a cache's list_lock is never held while calling in here;
  * pages_lock is innermost.
@@ -29,6 +31,14 @@ static kslab_lock_t pages_lock = KSLAB_LOCK_INIT;
 static struct slab *free_area[MAX_PAGE_ORDER + 1];   /* buddy free lists (pages_lock) */
 static struct arena *arenas;                          /* all arenas (pages_lock) */
 static _Atomic uint64_t pages_in_use;                  /* relaxed: a statistic */
+
+/* Recently freed blocks, still backed by memory, kept per order (LIFO,
+ * linked by ->next) so that slab churn does not pay a page fault and zeroing
+ * per slab: at most HOT_MAX_PAGES in all; beyond that, and on
+ * pages_release_all() (kmem_cache_shrink), blocks go back to the OS. */
+#define HOT_MAX_PAGES 512u                             /* 2 MiB */
+static struct slab *hot[MAX_PAGE_ORDER + 1];           /* pages_lock */
+static unsigned hot_pages;                             /* pages_lock */
 static kslab_lock_t map_lock = KSLAB_LOCK_INIT;        /* serialises L2 table creation */
 
 #define ARENA_MAGIC 0x6b736c6162617231ull
@@ -112,9 +122,27 @@ static bool arena_grow(void)
     return true;
 }
 
+static void block_set(struct slab *b, unsigned order, struct kmem_cache *cache)
+{
+    /* Every page names the cache (kfree() reads it from the page it lands
+     * on); only the head is PG_SLAB.  Written under pages_lock so that
+     * pages_for_each_slab() reads them safely. */
+    for (unsigned i = 0; i < (1u << order); i++) {
+        b[i].pg_order = cache ? (uint8_t)order : 0;
+        b[i].pg_state = !cache ? PG_FREE : i ? PG_META : PG_SLAB;
+        b[i].cache = cache;
+    }
+}
+
 struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
 {
     kslab_lock(&pages_lock);
+    struct slab *b = hot[order];
+    if (b) {
+        hot[order] = b->next;
+        hot_pages -= 1u << order;
+        goto found;
+    }
     unsigned k = order;
     while (k <= MAX_PAGE_ORDER && !free_area[k])
         k++;
@@ -127,36 +155,24 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
         while (!free_area[k])
             k++;
     }
-    struct slab *b = free_area[k];
+    b = free_area[k];
     buddy_unlink(b, k);
     while (k > order) {             /* split: keep the low half, free the high half */
         k--;
         buddy_push(b + (1u << k), k);
     }
-    /* Every page names the cache (kfree() reads it from the page it lands
-     * on); only the head is PG_SLAB.  Set under pages_lock so that
-     * pages_for_each_slab() reads them safely. */
-    for (unsigned i = 0; i < (1u << order); i++) {
-        b[i].pg_order = (uint8_t)order;
-        b[i].pg_state = i ? PG_META : PG_SLAB;
-        b[i].cache = cache;
-    }
+found:
+    block_set(b, order, cache);
     kslab_unlock(&pages_lock);
     atomic_fetch_add_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
     return b;
 }
 
-void pages_free(struct slab *b, unsigned order)
+/* Give block b back to the OS and to the buddy lists (pages_lock held for
+ * the buddy part; the madvise runs unlocked). */
+static void block_release(struct slab *b, unsigned order)
 {
-    prim_release(slab_address(b), PAGE_SIZE << order);
-    atomic_fetch_sub_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
     struct arena *a = slab_arena(b);
-    kslab_lock(&pages_lock);
-    for (unsigned i = 0; i < (1u << order); i++) {
-        b[i].pg_order = 0;
-        b[i].pg_state = PG_FREE;
-        b[i].cache = NULL;
-    }
     size_t idx = (size_t)(b - a->pages);
     while (order < MAX_PAGE_ORDER) {  /* merge with the buddy while it is free and whole */
         size_t bi = idx ^ (1u << order);
@@ -177,7 +193,60 @@ void pages_free(struct slab *b, unsigned order)
         order++;
     }
     buddy_push(b, order);
+}
+
+/* Take every hot block (pages_lock held), linked through ->prev. */
+static struct slab *hot_take_all(void)
+{
+    struct slab *list = NULL;
+    for (unsigned o = 0; o <= MAX_PAGE_ORDER; o++)
+        while (hot[o]) {
+            struct slab *b = hot[o];
+            hot[o] = b->next;
+            b->pg_order = (uint8_t)o;  /* remembered for the release */
+            b->prev = list;
+            list = b;
+        }
+    hot_pages = 0;
+    return list;
+}
+
+static void release_list(struct slab *list)
+{
+    for (struct slab *b = list; b; b = b->prev)
+        prim_release(slab_address(b), PAGE_SIZE << b->pg_order);
+    kslab_lock(&pages_lock);
+    while (list) {
+        struct slab *b = list;
+        list = b->prev;
+        unsigned order = b->pg_order;
+        b->pg_order = 0;
+        block_release(b, order);
+    }
     kslab_unlock(&pages_lock);
+}
+
+void pages_free(struct slab *b, unsigned order)
+{
+    atomic_fetch_sub_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
+    kslab_lock(&pages_lock);
+    block_set(b, order, NULL);
+    b->pg_state = PG_HOT;           /* not a buddy candidate while in the reserve */
+    b->next = hot[order];
+    hot[order] = b;
+    hot_pages += 1u << order;
+    struct slab *list = hot_pages > HOT_MAX_PAGES ? hot_take_all() : NULL;
+    kslab_unlock(&pages_lock);
+    if (list)
+        release_list(list);
+}
+
+void pages_release_all(void)
+{
+    kslab_lock(&pages_lock);
+    struct slab *list = hot_take_all();
+    kslab_unlock(&pages_lock);
+    release_list(list);
 }
 
 /* Calls fn on the head descriptor of every live slab of cache s, with

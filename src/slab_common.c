@@ -569,6 +569,99 @@ void *kmalloc(size_t size, gfp_t flags)
     return kmalloc_large(size, flags);
 }
 
+/* ---- bulk ---------------------------------------------------------------------- */
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
+{
+    size_t done = slub_alloc_bulk_fast(s, size, p);
+    if (likely(done == size && !(gfp & __GFP_ZERO)))
+        return (int)size;       /* size == 0 returns 0 here */
+    return slub_alloc_bulk(s, gfp, size, done, p);
+}
+
+/*
+ * The kernel's build_detached_freelist(): take the last object, then scan
+ * back through the array linking every object of the same slab into one
+ * list (stopping after 3 objects of other slabs), and free the list at once.
+ * Consumed entries are set to NULL, as in the kernel.  Returns how many
+ * entries are still to do.  s == NULL (kfree_bulk): each object's cache
+ * comes from its page; large allocations are freed one by one.
+ */
+static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p)
+{
+    const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
+    void *x;
+    do {
+        x = p[--size];
+    } while (ZERO_OR_NULL_PTR(x) && size);
+    if (ZERO_OR_NULL_PTR(x))
+        return 0;
+    p[size] = NULL;
+    if (unlikely(!in_arena(x))) {
+        if (!want && (chunk_entry(x) & 3) == CHUNK_LARGE) {
+            kfree(x);
+            return size;
+        }
+        kslab_bad_free(fn, want, x);
+    }
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (unlikely(!s || (want && s != want)))
+        kslab_bad_free(fn, want, x);
+    uintptr_t base = (uintptr_t)x & s->slab_mask;
+    if (unlikely(addr_desc(base)->pg_state != PG_SLAB || !object_start(s, base, x)))
+        kslab_bad_free(fn, want, x);
+    void *head = x, *tail = x;
+    unsigned cnt = 1, lookahead = 3;
+    size_t first_skipped = 0;
+    while (size) {
+        void *y = p[--size];
+        if (ZERO_OR_NULL_PTR(y))
+            continue;
+        if (((uintptr_t)y & s->slab_mask) != base) {
+            if (!first_skipped)
+                first_skipped = size + 1;
+            if (!--lookahead)
+                break;
+            continue;
+        }
+        if (unlikely(!object_start(s, base, y)))
+            kslab_bad_free(fn, want ? want : s, y);
+        if (unlikely(y == head))
+            kslab_report("double free of object %p in cache %s", y, s->name);
+        set_freepointer(s, y, head);
+        head = y;
+        cnt++;
+        p[size] = NULL;
+    }
+    slub_free_detached(s, base, head, tail, cnt);
+    return first_skipped ? first_skipped : size;
+}
+
+void slub_free_bulk(struct kmem_cache *want, size_t size, void **p)
+{
+    while (size) {
+        struct kmem_cache *s = want;
+        if (!s) {
+            void *x = p[size - 1];
+            if (!ZERO_OR_NULL_PTR(x) && in_arena(x))
+                s = addr_desc((uintptr_t)x)->cache;
+        }
+        if (s && !(size = slub_free_bulk_fast(s, size, p)))
+            return;
+        size = free_detached_group(want, size, p);
+    }
+}
+
+void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
+{
+    slub_free_bulk(s, size, p);
+}
+
+void kfree_bulk(size_t size, void **p)
+{
+    slub_free_bulk(NULL, size, p);
+}
+
 static noinline void kfree_slow(const void *x)
 {
     uintptr_t e = chunk_entry(x);

@@ -216,6 +216,10 @@ static bool may_discard(struct kmem_cache *s)
 
 /* ---- slabs ---------------------------------------------------------------- */
 
+/* A new slab from the page layer.  With freelist, its objects are linked and
+ * the slab comes back frozen for the caller's cpu slab (*freelist = first
+ * object); without, it comes back full and unfrozen (on no list) because the
+ * caller (alloc_bulk) hands every object out at once. */
 static struct slab *new_slab(struct kmem_cache *s, void **freelist)
 {
     struct slab *slab = pages_alloc(s->order, s);
@@ -223,22 +227,25 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
         return NULL;
     char *base = slab_address(slab);
     char *last = base + (size_t)(s->objects - 1) * s->size;
-    for (char *p = base; p <= last; p += s->size) {
-        if (s->ctor)
+    if (s->ctor)
+        for (char *p = base; p <= last; p += s->size)
             s->ctor(p);
-        set_freepointer(s, p, p == last ? NULL : p + s->size);
+    if (freelist) {
+        for (char *p = base; p < last; p += s->size)
+            set_freepointer(s, p, p + s->size);
+        set_freepointer(s, last, NULL);
+        *freelist = base;
     }
     union slab_counters c = { .word = 0 };
     c.inuse = s->objects;
     c.objects = (uint16_t)s->objects;
-    c.frozen = 1;
+    c.frozen = freelist != NULL;
     c.order = (uint8_t)s->order;
     slab->next = slab->prev = NULL;
     __atomic_store_n(&slab->freelist, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&slab->counters.word, c.word, __ATOMIC_RELAXED);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
-    *freelist = base;
     return slab;
 }
 
@@ -401,15 +408,18 @@ static void *get_partial_node(struct kmem_cache *s, struct kmem_cache_cpu *c,
 
 /* ---- allocation slow path -------------------------------------------------- */
 
-static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
-                           struct kmem_cache_cpu_cold *cc)
+/* A freelist from slabs the cache already has, in SLUB's order: remote frees
+ * to the cpu slab, the thread's partial list, the cache's partial list.  The
+ * slab it comes from becomes the cpu slab.  NULL if there is none. */
+static void *get_cpu_freelist(struct kmem_cache *s, struct kmem_cache_cpu *c,
+                              struct kmem_cache_cpu_cold *cc)
 {
     void *freelist;
     if (c->slab_base != NO_CPU_SLAB) {
         freelist = get_freelist(s, cc, addr_desc(c->slab_base));
         if (freelist) {
             stat_add(s, cc, ALLOC_REFILL, 1);
-            goto load;
+            return freelist;
         }
         c->slab_base = NO_CPU_SLAB;   /* full: get_freelist() unfroze it */
         stat_add(s, cc, DEACTIVATE_FULL, 1);
@@ -422,18 +432,23 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
         if (freelist) {
             c->slab_base = (uintptr_t)slab_address(slab);
             stat_add(s, cc, CPU_PARTIAL_ALLOC, 1);
-            goto load;
+            return freelist;
         }
     }
-    freelist = get_partial_node(s, c, cc);
-    if (freelist)
-        goto load;
-    struct slab *slab = new_slab(s, &freelist);
-    if (!slab)
-        return NULL;
-    stat_add(s, cc, ALLOC_SLAB, 1);
-    c->slab_base = (uintptr_t)freelist;   /* the first object is at the slab's start */
-load:
+    return get_partial_node(s, c, cc);
+}
+
+/* Refill the empty cpu freelist and return its first object. */
+static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
+                           struct kmem_cache_cpu_cold *cc)
+{
+    void *freelist = get_cpu_freelist(s, c, cc);
+    if (!freelist) {
+        if (!new_slab(s, &freelist))
+            return NULL;
+        stat_add(s, cc, ALLOC_SLAB, 1);
+        c->slab_base = (uintptr_t)freelist;   /* the first object is at the slab's start */
+    }
     c->freelist = get_freepointer(s, freelist);
     return freelist;
 }
@@ -571,6 +586,7 @@ int slub_shrink(struct kmem_cache *s)
         discard = d->next;
         discard_slab(s, NULL, d);
     }
+    pages_release_all();
     return 0;
 }
 
@@ -596,4 +612,92 @@ long slub_destroy_slabs(struct kmem_cache *s)
         discard_slab(s, NULL, d);
     }
     return v.n;
+}
+
+/* ---- bulk ------------------------------------------------------------------- */
+
+/*
+ * kmem_cache_alloc_bulk: pop the cpu freelist in one loop (one counter update
+ * for the run), refill it a whole slab freelist at a time, and when at least
+ * a slab's worth is still wanted take a whole new slab without building its
+ * freelist at all.  All or nothing: on failure everything taken is freed.
+ */
+int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p)
+{
+    struct kslab_thread *t = kslab_thread_get();
+    if (unlikely(!t)) {
+        slub_free_bulk(s, done, p);
+        return 0;
+    }
+    struct kmem_cache_cpu *c = &t->cpu[s->id];
+    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    size_t i = done, fast = 0, slow = 0;
+    while (i < size) {
+        void *o = c->freelist;
+        while (o && i < size) {
+            p[i++] = o;
+            o = get_freepointer(s, o);
+            fast++;
+        }
+        c->freelist = o;
+        if (i == size)
+            break;
+        o = get_cpu_freelist(s, c, cc);
+        if (o) {
+            c->freelist = o;
+            continue;
+        }
+        if (size - i >= s->objects) {
+            struct slab *slab = new_slab(s, NULL);
+            if (!slab)
+                goto fail;
+            stat_add(s, cc, ALLOC_SLAB, 1);
+            char *base = slab_address(slab);
+            for (uint32_t k = 0; k < s->objects; k++)
+                p[i++] = base + (size_t)k * s->size;
+            slow += s->objects;
+            continue;
+        }
+        o = ___slub_alloc(s, c, cc);
+        if (!o)
+            goto fail;
+        p[i++] = o;
+        slow++;
+    }
+    counter_inc(&c->alloc_fast, fast);
+    counter_inc(&cc->stat[ALLOC_SLOWPATH], slow);
+    if (gfp & __GFP_ZERO)
+        for (size_t k = 0; k < size; k++)
+            memset(p[k], 0, s->object_size);
+    return (int)size;
+fail:
+    counter_inc(&c->alloc_fast, fast);
+    counter_inc(&cc->stat[ALLOC_SLOWPATH], slow);
+    slub_free_bulk(s, i, p);
+    return 0;
+}
+
+/*
+ * Free `cnt` objects already linked head..tail, all in the slab at base of
+ * cache s: onto the cpu freelist if it is the thread's cpu slab, else with
+ * one compare-and-swap on the slab (the kernel's detached freelist).
+ */
+void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
+                        unsigned cnt)
+{
+    struct kslab_thread *t = kslab_thread_get();
+    if (t) {
+        struct kmem_cache_cpu *c = &t->cpu[s->id];
+        if (base == c->slab_base) {
+            if (unlikely(c->freelist == head || c->freelist == tail))
+                kslab_report("double free of object %p in cache %s", c->freelist, s->name);
+            set_freepointer(s, tail, c->freelist);
+            c->freelist = head;
+            counter_inc(&c->free_fast, cnt);
+            return;
+        }
+    }
+    struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
+    slab_free_list(s, cc, addr_desc(base), head, tail, cnt);
+    stat_add(s, cc, FREE_SLOWPATH, cnt);
 }

@@ -50,4 +50,41 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
     counter_inc(&c->free_fast, 1);
     return true;
 }
+/* Bulk fast paths on the thread's cpu slab: pop/push runs of objects with
+ * one counter update.  Each returns how far it got; the rest is slow path. */
+static inline size_t slub_alloc_bulk_fast(struct kmem_cache *s, size_t size, void **p)
+{
+    struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
+    void *o = c->freelist;
+    size_t i = 0;
+    while (o && i < size) {
+        p[i++] = o;
+        o = get_freepointer(s, o);
+    }
+    c->freelist = o;
+    counter_inc(&c->alloc_fast, i);
+    return i;
+}
+
+/* Free p[size-1], p[size-2], ... while they are objects of the cpu slab;
+ * returns how many entries are left. */
+static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void **p)
+{
+    struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
+    void *head = c->freelist;
+    size_t left = size;
+    while (left) {
+        void *x = p[left - 1];
+        if (obj_index(s, (uintptr_t)x - c->slab_base) >= s->objects)
+            break;
+        if (unlikely(x == head))
+            kslab_report("double free of object %p in cache %s", x, s->name);
+        set_freepointer(s, x, head);
+        head = x;
+        left--;
+    }
+    c->freelist = head;
+    counter_inc(&c->free_fast, size - left);
+    return left;
+}
 #endif
