@@ -93,11 +93,17 @@ struct slab {
     uint8_t pg_state;               /* head page: PG_FREE, PG_HOT, PG_SLAB or PG_META */
     uint16_t pg_pad;
     uint32_t pg_pad2;
+#if KSLAB_DESC_PAD
+    char desc_pad[KSLAB_DESC_PAD];  /* bench only: the seeds' 64-byte descriptor */
+#endif
 } __attribute__((aligned(16)));
 
 enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2, PG_HOT = 3 /* freed, in the reserve */ };
 
-_Static_assert(sizeof(struct slab) == 48, "struct slab is 48 bytes; seeds 003/004 care");
+#ifndef KSLAB_DESC_PAD
+#define KSLAB_DESC_PAD 0
+#endif
+_Static_assert(sizeof(struct slab) == 48 + KSLAB_DESC_PAD, "struct slab is 48 bytes; seeds 003/004 care");
 
 /* ---- pages: chunks, arenas, page blocks, large allocations -------------- */
 #define CHUNK_SHIFT 22                         /* 4 MiB */
@@ -199,7 +205,7 @@ enum stat_item {
     FREE_ADD_PARTIAL, FREE_REMOVE_PARTIAL, ALLOC_FROM_PARTIAL, ALLOC_SLAB,
     ALLOC_REFILL, FREE_SLAB, CPUSLAB_FLUSH, DEACTIVATE_FULL, DEACTIVATE_EMPTY,
     DEACTIVATE_PARTIAL, CMPXCHG_DOUBLE_FAIL, CPU_PARTIAL_ALLOC, CPU_PARTIAL_FREE,
-    CPU_PARTIAL_DRAIN, NR_STATS
+    CPU_PARTIAL_DRAIN, ALLOC_SHEAF, FREE_SHEAF, SHEAF_FLUSH, NR_STATS
 };
 _Static_assert(NR_STATS == KSLAB_NR_EVENT_STATS, "stats enum and struct agree");
 
@@ -224,6 +230,7 @@ struct kmem_cache {
     _Atomic unsigned long nr_partial;  /* written under list_lock; read racily as a hint */
     unsigned long min_partial; /* empty slabs kept before returning them to the OS */
     unsigned cpu_partial_slabs;/* limit of each thread's partial list */
+    unsigned sheaf_capacity;   /* objects a thread's sheaf holds before it is flushed */
 
     /* ---- gauges and totals, relaxed atomics (pure counters, no ordering) ---- */
     _Atomic long nr_slabs;
@@ -263,11 +270,13 @@ struct kmem_cache_cpu {
 /* "No cpu slab": a non-canonical address, so x - slab_base is never the
  * offset of an object for any pointer a program can hold. */
 #define NO_CPU_SLAB ((uintptr_t)1 << 63)
+#define SHEAF_MAX 64
 struct kmem_cache_cpu_cold {
     struct slab *partial;      /* frozen slabs with free objects, singly linked by ->next */
     uint32_t nr_partial;
-    uint32_t pad;
+    uint32_t sheaf_count;      /* objects in sheaf[] */
     uint64_t stat[NR_STATS];   /* slow-path events (ALLOC_FASTPATH/FREE_FASTPATH unused here) */
+    void *sheaf[SHEAF_MAX];    /* free objects of any slab of the cache, owned by the thread */
 };
 
 struct kslab_thread {
@@ -312,8 +321,10 @@ void __slub_free(struct kmem_cache *s, struct slab *slab, void *x);
 void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s); /* one cache of t */
 int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p);
 void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
-                        unsigned cnt);
+                        unsigned cnt, bool account);
 void slub_free_bulk(struct kmem_cache *s, size_t size, void **p);  /* = kmem_cache_free_bulk */
+/* account == false: the objects were already counted as freed (sheaf flush) */
+void slub_free_bulk_account(struct kmem_cache *s, size_t size, void **p, bool account);
 int slub_shrink(struct kmem_cache *s);
 long slub_destroy_slabs(struct kmem_cache *s);    /* frees every slab; returns how many */
 

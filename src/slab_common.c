@@ -587,7 +587,7 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
  * entries are still to do.  s == NULL (kfree_bulk): each object's cache
  * comes from its page; large allocations are freed one by one.
  */
-static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p)
+static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p, bool account)
 {
     const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
     void *x;
@@ -633,11 +633,16 @@ static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p
         cnt++;
         p[size] = NULL;
     }
-    slub_free_detached(s, base, head, tail, cnt);
+    slub_free_detached(s, base, head, tail, cnt, account);
     return first_skipped ? first_skipped : size;
 }
 
 void slub_free_bulk(struct kmem_cache *want, size_t size, void **p)
+{
+    slub_free_bulk_account(want, size, p, true);
+}
+
+void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **p, bool account)
 {
     while (size) {
         struct kmem_cache *s = want;
@@ -646,9 +651,9 @@ void slub_free_bulk(struct kmem_cache *want, size_t size, void **p)
             if (!ZERO_OR_NULL_PTR(x) && in_arena(x))
                 s = addr_desc((uintptr_t)x)->cache;
         }
-        if (s && !(size = slub_free_bulk_fast(s, size, p)))
+        if (s && !(size = slub_free_bulk_fast(s, size, p, account)))
             return;
-        size = free_detached_group(want, size, p);
+        size = free_detached_group(want, size, p, account);
     }
 }
 
@@ -769,8 +774,7 @@ void *kmemdup(const void *src, size_t len, gfp_t gfp)
 
 /* ---- statistics and slabinfo ------------------------------------------------------- */
 
-_Static_assert(offsetof(struct kslab_stats, cpu_partial_drain) ==
-                   CPU_PARTIAL_DRAIN * sizeof(uint64_t),
+_Static_assert(offsetof(struct kslab_stats, sheaf_flush) == SHEAF_FLUSH * sizeof(uint64_t),
                "struct kslab_stats lists the events in enum stat_item order");
 
 static void cache_events(struct kmem_cache *s, uint64_t ev[NR_STATS])

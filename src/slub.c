@@ -16,6 +16,16 @@
  * freelist with the double-word compare-and-swap and are collected by the
  * owner when its cpu freelist runs dry (ALLOC_REFILL).
  *
+ * Sheaves (Linux 6.18)
+ * --------------------
+ * In front of the slabs each thread also keeps, per cache, a sheaf: a small
+ * array of free objects.  A free that misses the cpu slab goes into the
+ * sheaf (no atomic, the object is not even touched) and the allocation slow
+ * path takes from the sheaf before it refills from slabs; a full sheaf gives
+ * its older half back to the slabs with detached freelists.  This is what
+ * keeps programs that free in random order (every free landing in a full
+ * slab) off the compare-and-swap path.
+ *
  * Slab states
  * -----------
  *   frozen       owned by one thread: its cpu slab, or on its cpu partial
@@ -177,6 +187,7 @@ int slub_cache_init(struct kmem_cache *s)
     s->cpu_partial_slabs = (nr_objects * 2 + s->objects - 1) / s->objects;
     if (s->cpu_partial_slabs < 2)
         s->cpu_partial_slabs = 2;
+    s->sheaf_capacity = s->size <= 256 ? 64 : s->size <= 1024 ? 32 : s->size <= 4096 ? 16 : 8;
     return 0;
 }
 
@@ -462,10 +473,14 @@ void *__slub_alloc(struct kmem_cache *s, gfp_t gfp)
             struct kmem_cache_cpu *c = &t->cpu[s->id];
             struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
             object = c->freelist;
-            if (object)
+            if (object) {
                 c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
-            else
+            } else if (cc->sheaf_count) {
+                object = cc->sheaf[--cc->sheaf_count];
+                counter_inc(&cc->stat[ALLOC_SHEAF], 1);
+            } else {
                 object = ___slub_alloc(s, c, cc);
+            }
             if (object)
                 counter_inc(&cc->stat[ALLOC_SLOWPATH], 1);
         }
@@ -537,10 +552,32 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
         discard_slab(s, cc, discard);
 }
 
+/* Give the older half of a full sheaf back to its slabs. */
+static void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, unsigned n)
+{
+    unsigned keep = cc->sheaf_count - n;
+    void *batch[SHEAF_MAX];
+    memcpy(batch, cc->sheaf, n * sizeof(void *));
+    memmove(cc->sheaf, cc->sheaf + n, keep * sizeof(void *));
+    cc->sheaf_count = keep;
+    slub_free_bulk_account(s, n, batch, false);   /* counted when they entered */
+    counter_inc(&cc->stat[SHEAF_FLUSH], 1);
+}
+
 void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 {
     struct kslab_thread *t = kslab_thread_get();
     struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
+    if (likely(cc)) {
+        if (unlikely(cc->sheaf_count && cc->sheaf[cc->sheaf_count - 1] == x))
+            kslab_report("double free of object %p in cache %s", x, s->name);
+        if (unlikely(cc->sheaf_count >= s->sheaf_capacity))
+            sheaf_flush(s, cc, cc->sheaf_count / 2);
+        cc->sheaf[cc->sheaf_count++] = x;
+        counter_inc(&cc->stat[FREE_SHEAF], 1);
+        counter_inc(&cc->stat[FREE_SLOWPATH], 1);
+        return;
+    }
     slab_free_list(s, cc, slab, x, x, 1);
     stat_add(s, cc, FREE_SLOWPATH, 1);
 }
@@ -551,6 +588,21 @@ void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
 {
     struct kmem_cache_cpu *c = &t->cpu[s->id];
     struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    if (cc->sheaf_count) {
+        /* Not through sheaf_flush(): t may not be the calling thread, and
+         * slub_free_detached() must not see t's cpu slab as the caller's. */
+        for (unsigned i = 0; i < cc->sheaf_count; i++) {
+            void *x = cc->sheaf[i];
+            uintptr_t base = (uintptr_t)x & s->slab_mask;
+            if (base == c->slab_base) {
+                set_freepointer(s, x, c->freelist);
+                c->freelist = x;
+            } else {
+                slab_free_list(s, cc, addr_desc(base), x, x, 1);
+            }
+        }
+        cc->sheaf_count = 0;
+    }
     if (c->slab_base != NO_CPU_SLAB) {
         struct slab *slab = addr_desc(c->slab_base);
         void *fl = c->freelist;
@@ -642,6 +694,15 @@ int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, v
         c->freelist = o;
         if (i == size)
             break;
+        if (cc->sheaf_count) {
+            size_t take = cc->sheaf_count < size - i ? cc->sheaf_count : size - i;
+            cc->sheaf_count -= (uint32_t)take;
+            memcpy(p + i, cc->sheaf + cc->sheaf_count, take * sizeof(void *));
+            i += take;
+            slow += take;
+            counter_inc(&cc->stat[ALLOC_SHEAF], take);
+            continue;
+        }
         o = get_cpu_freelist(s, c, cc);
         if (o) {
             c->freelist = o;
@@ -683,7 +744,7 @@ fail:
  * one compare-and-swap on the slab (the kernel's detached freelist).
  */
 void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
-                        unsigned cnt)
+                        unsigned cnt, bool account)
 {
     struct kslab_thread *t = kslab_thread_get();
     if (t) {
@@ -693,11 +754,13 @@ void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *
                 kslab_report("double free of object %p in cache %s", c->freelist, s->name);
             set_freepointer(s, tail, c->freelist);
             c->freelist = head;
-            counter_inc(&c->free_fast, cnt);
+            if (account)
+                counter_inc(&c->free_fast, cnt);
             return;
         }
     }
     struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
     slab_free_list(s, cc, addr_desc(base), head, tail, cnt);
-    stat_add(s, cc, FREE_SLOWPATH, cnt);
+    if (account)
+        stat_add(s, cc, FREE_SLOWPATH, cnt);
 }

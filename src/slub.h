@@ -67,8 +67,10 @@ static inline size_t slub_alloc_bulk_fast(struct kmem_cache *s, size_t size, voi
 }
 
 /* Free p[size-1], p[size-2], ... while they are objects of the cpu slab;
- * returns how many entries are left. */
-static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void **p)
+ * returns how many entries are left.  account == false for objects already
+ * counted as freed (a sheaf being flushed). */
+static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void **p,
+                                         bool account)
 {
     struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
     void *head = c->freelist;
@@ -84,7 +86,8 @@ static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void
         left--;
     }
     c->freelist = head;
-    counter_inc(&c->free_fast, size - left);
+    if (account)
+        counter_inc(&c->free_fast, size - left);
     return left;
 }
 #endif

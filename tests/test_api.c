@@ -189,7 +189,23 @@ static void test_cache_basics(void)
     CHECK_EQ(st.alloc_fastpath + st.alloc_slowpath, 1000);
     CHECK_EQ(st.free_fastpath + st.free_slowpath, 1000);
     CHECK(st.free_slab > 0);                 /* beyond min_partial, empties go back */
+    CHECK(st.free_sheaf > 0 && st.sheaf_flush > 0);   /* frees off the cpu slab hit the sheaf */
     kmem_cache_free(c, NULL);                /* no-op */
+    /* random-order frees then allocations: served by the sheaf, LIFO */
+    for (int i = 0; i < 1000; i++)
+        objs[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    kmem_cache_free(c, objs[3]);
+    kmem_cache_free(c, objs[500]);
+    uint64_t sheaf_allocs = stats(c).alloc_sheaf;
+    void *a1 = kmem_cache_alloc(c, GFP_KERNEL), *a2 = kmem_cache_alloc(c, GFP_KERNEL);
+    CHECK(stats(c).alloc_sheaf == sheaf_allocs + 2 || a1 == objs[500]);
+    CHECK(a1 == objs[500] && a2 == objs[3]);
+    for (int i = 0; i < 1000; i++)
+        if (i != 3 && i != 500)
+            kmem_cache_free(c, objs[i]);
+    kmem_cache_free(c, a1);
+    kmem_cache_free(c, a2);
+    CHECK_EQ(stats(c).active_objs, 0);
     /* shrink: everything empty goes back to the page layer */
     uint64_t before = kslab_pages_in_use();
     CHECK_EQ(kmem_cache_shrink(c), 0);
