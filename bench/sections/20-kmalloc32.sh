@@ -1,10 +1,14 @@
 # Seeds 003/004: 16.8 M kmalloc(32)/kfree pairs, time and simulated LLC.
 echo "== seeds 003/004: kmalloc(32)/kfree pairs (native, then cachegrind)"
 : > "$RAW/k32.tsv"
-cg() {  # cg LABEL MODE CMD...: append label, mode, LL loads, LL load misses, instructions
-  local label=$1 mode=$2; shift 2
+cg() {  # cg LABEL MODE PRELOAD CMD...: append label, mode, LL loads, LL load misses, instructions
+  local label=$1 mode=$2 pre=$3; shift 3
   local out; out=$(mktemp)
-  valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file="$out" "$@" >/dev/null 2>&1 || true
+  if [ -n "$pre" ]; then
+    LD_PRELOAD="$pre" valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file="$out" "$@" >/dev/null 2>&1 || true
+  else
+    valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file="$out" "$@" >/dev/null 2>&1 || true
+  fi
   awk -v l="$label" -v m="$mode" '/^events:/{for(i=2;i<=NF;i++) ev[i]=$i} /^summary:/{for(i=2;i<=NF;i++) v[ev[i]]=$i}
        END{printf "%s\t%s\t%s\t%s\t%s\n", l, m, v["D1mr"], v["DLmr"], v["Ir"]}' "$out" >> "$RAW/k32_cg.tsv"
   rm -f "$out"
@@ -13,13 +17,12 @@ cg() {  # cg LABEL MODE CMD...: append label, mode, LL loads, LL load misses, in
 for mode in loop random; do
   $B/kmalloc32 $mode "kslab (48-byte struct slab)" >> "$RAW/k32.tsv"
   $B/kmalloc32_desc64 $mode "kslab (64-byte struct slab)" >> "$RAW/k32.tsv"
-  cg "kslab (48-byte struct slab)" $mode $B/kmalloc32 $mode x
-  cg "kslab (64-byte struct slab)" $mode $B/kmalloc32_desc64 $mode x
+  cg "kslab (48-byte struct slab)" $mode "" $B/kmalloc32 $mode x
+  cg "kslab (64-byte struct slab)" $mode "" $B/kmalloc32_desc64 $mode x
   for p in $PEERS; do
     if peer_ok "$p"; then
       run_peer "$p" $B/malloc32 $mode "$p" >> "$RAW/k32.tsv"
-      if [ -z "${PEER[$p]}" ]; then cg "$p" $mode $B/malloc32 $mode x
-      else cg "$p" $mode env LD_PRELOAD="${PEER[$p]}" $B/malloc32 $mode x; fi
+      cg "$p" $mode "${PEER[$p]}" $B/malloc32 $mode x
     else printf '%s\t%s\tmissing\n' "$p" $mode >> "$RAW/k32.tsv"; fi
   done
 done
