@@ -314,19 +314,46 @@ static inline void stat_add(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc
         atomic_fetch_add_explicit(&s->stat_total[si], n, memory_order_relaxed);
 }
 
-/* ---- back-end contract (SLUB today) -------------------------------------- */
-int slub_cache_init(struct kmem_cache *s);       /* computes layout and order */
+/* ---- back-end contract ------------------------------------------------------ */
+/*
+ * SLUB's fast paths are inlined in the front doors (slub.h).  The other
+ * back-ends never fill the per-thread cpu entries, so those fast paths always
+ * miss for them and every call reaches a slow path, which dispatches here:
+ * choosing a back-end costs SLUB's fast path nothing.
+ */
+struct kslab_backend {
+    const char *name;
+    int (*cache_init)(struct kmem_cache *s);            /* layout and order; -1 if impossible */
+    void *(*alloc)(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size); /* 0: not kmalloc */
+    /* Free x.  want: the cache the caller named (kmem_cache_free), or NULL
+     * (kfree).  Bad pointers are reported with fn's name. */
+    void (*free)(struct kmem_cache *want, void *x, const char *fn);
+    size_t (*ksize)(const void *x);                     /* x is in an arena */
+    void (*flush_thread)(struct kslab_thread *t, struct kmem_cache *s);
+    int (*shrink)(struct kmem_cache *s);
+    long (*destroy)(struct kmem_cache *s);              /* frees every slab */
+    /* slabinfo: tunables limit, batchcount, sharedfactor and sharedavail */
+    void (*tunables)(struct kmem_cache *s, unsigned out[4]);
+};
+extern const struct kslab_backend *kslab_be;
+extern bool kslab_slub;                                 /* kslab_be is SLUB */
+extern const struct kslab_backend slub_backend, slab_backend, slob_backend, slob_seg_backend;
+unsigned slub_calculate_order(unsigned size);          /* shared by slob-seg */
+void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
+/* Count one allocation or free for the stats (thread-local when possible). */
+void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n);
+struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
+bool kslab_object_start(const struct kmem_cache *s, uintptr_t base, const void *x);
+
+/* ---- SLUB ---------------------------------------------------------------- */
 void *__slub_alloc(struct kmem_cache *s, gfp_t gfp);
 void __slub_free(struct kmem_cache *s, struct slab *slab, void *x);
-void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s); /* one cache of t */
 int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p);
 void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
                         unsigned cnt, bool account);
 void slub_free_bulk(struct kmem_cache *s, size_t size, void **p);  /* = kmem_cache_free_bulk */
 /* account == false: the objects were already counted as freed (sheaf flush) */
 void slub_free_bulk_account(struct kmem_cache *s, size_t size, void **p, bool account);
-int slub_shrink(struct kmem_cache *s);
-long slub_destroy_slabs(struct kmem_cache *s);    /* frees every slab; returns how many */
 
 /* ---- common ------------------------------------------------------------- */
 struct kslab_options {

@@ -15,7 +15,11 @@
 
 struct kslab_options kslab_opts;
 
-static const char *const kslab_allocators[] = { "slub" };
+static const struct kslab_backend *const kslab_backends[] = {
+    &slub_backend, &slab_backend, &slob_backend, &slob_seg_backend
+};
+const struct kslab_backend *kslab_be = &slub_backend;
+bool kslab_slub = true;
 
 static bool env_flag(const char *name)
 {
@@ -29,17 +33,40 @@ static void read_options(void)
     kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");
     const char *a = prim_getenv("KSLAB_ALLOCATOR");
     if (a && *a) {
-        bool ok = false;
-        for (size_t i = 0; i < sizeof kslab_allocators / sizeof *kslab_allocators; i++)
-            ok |= strcmp(a, kslab_allocators[i]) == 0;
-        if (!ok)
-            kslab_report("KSLAB_ALLOCATOR=%s is not a back-end of this build; valid: slub", a);
+        const struct kslab_backend *be = NULL;
+        for (size_t i = 0; i < sizeof kslab_backends / sizeof *kslab_backends; i++)
+            if (strcmp(a, kslab_backends[i]->name) == 0)
+                be = kslab_backends[i];
+        if (!be)
+            kslab_report("KSLAB_ALLOCATOR=%s is not a back-end of this build; valid: slub, slab, "
+                         "slob, slob-seg", a);
+        kslab_be = be;
+        kslab_slub = be == &slub_backend;
     }
 }
 
 const char *kslab_allocator_name(void)
 {
-    return kslab_allocators[0];
+    kslab_ensure_init();
+    return kslab_be->name;
+}
+
+void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    if (likely(kslab_slub))
+        return __slub_alloc(s, gfp);
+    kslab_ensure_init();
+    for (;;) {
+        void *p = kslab_be->alloc(s, gfp, kmalloc_size);
+        if (likely(p) || !(gfp & __GFP_NOFAIL))
+            return p;
+    }
+}
+
+void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n)
+{
+    struct kslab_thread *t = kslab_thread_get();
+    stat_add(s, t ? &t->cold[s->id] : NULL, si, n);
 }
 
 /* ---- reports ---------------------------------------------------------------- */
@@ -163,7 +190,7 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     s->ctor = ctor;
     s->id = (uint32_t)id;
     s->refcount = 1;
-    if (slub_cache_init(s))
+    if (kslab_be->cache_init(s))
         return -1;
     s->next_cache = cache_list;
     cache_list = s;
@@ -243,7 +270,7 @@ static void thread_retire(struct kslab_thread *t)
 {
     kslab_lock(&cache_lock);
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
-        slub_flush_thread(t, s);
+        kslab_be->flush_thread(t, s);
     kslab_lock(&threads_lock);
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
         thread_fold(t, s);
@@ -413,13 +440,6 @@ fail:
 
 static uint64_t cache_active(struct kmem_cache *s);
 
-static void flush_one(struct kslab_thread *t, void *arg)
-{
-    struct kmem_cache *s = arg;
-    slub_flush_thread(t, s);
-    thread_fold(t, s);
-}
-
 void kmem_cache_destroy(struct kmem_cache *s)
 {
     if (!s)
@@ -438,13 +458,19 @@ void kmem_cache_destroy(struct kmem_cache *s)
         *pp = s->next_cache;
         kslab_lock(&threads_lock);
         for (struct kslab_thread *t = threads; t; t = t->next_thread)
-            flush_one(t, s);
+            kslab_be->flush_thread(t, s);
         kslab_unlock(&threads_lock);
         uint64_t live = cache_active(s);
         if (live)
             kslab_warn("kmem_cache_destroy %s: Slab cache still has objects (%llu)", s->name,
                        (unsigned long long)live);
-        slub_destroy_slabs(s);
+        kslab_be->destroy(s);
+        /* last: the steps above may count events in the threads' entries,
+         * which must be clear before the id is reused */
+        kslab_lock(&threads_lock);
+        for (struct kslab_thread *t = threads; t; t = t->next_thread)
+            thread_fold(t, s);
+        kslab_unlock(&threads_lock);
         id_free(s->id);
         kslab_unlock(&cache_lock);
         kmem_cache_free(kmem_cache_cache, s);
@@ -456,7 +482,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 
 int kmem_cache_shrink(struct kmem_cache *s)
 {
-    return s ? slub_shrink(s) : 0;
+    return s ? kslab_be->shrink(s) : 0;
 }
 
 unsigned int kmem_cache_size(struct kmem_cache *s)
@@ -525,13 +551,31 @@ void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *x)
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
 {
-    return slub_alloc(s, flags);
+    return slub_alloc(s, flags, 0);
+}
+
+bool kslab_object_start(const struct kmem_cache *s, uintptr_t base, const void *x)
+{
+    return object_start(s, base, x);
+}
+
+struct kmem_cache *kslab_cache_by_id(unsigned id)
+{
+    for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
+        if (s->id == id)
+            return s;
+    return NULL;
 }
 
 /* Everything but "x is in the thread's cpu slab of s": validate, then
  * SLUB's slow free. */
-static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x, const char *fn)
+static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x, const char *fn,
+                                          bool want)
 {
+    if (unlikely(!kslab_slub)) {
+        kslab_be->free(want ? s : NULL, x, fn);
+        return;
+    }
     if (unlikely(!in_arena(x)))
         kslab_bad_free(fn, s, x);
     uintptr_t base = (uintptr_t)x & s->slab_mask;
@@ -547,7 +591,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
         return;
     if (likely(slub_free_fast(s, x)))
         return;
-    kmem_cache_free_slow(s, x, "kmem_cache_free");
+    kmem_cache_free_slow(s, x, "kmem_cache_free", true);
 }
 
 static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
@@ -563,7 +607,7 @@ static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
 void *kmalloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE))
-        return slub_alloc(kmalloc_caches[kmalloc_index(size)], flags);
+        return slub_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
     if (size == 0)
         return ZERO_SIZE_PTR;
     return kmalloc_large(size, flags);
@@ -576,7 +620,16 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     size_t done = slub_alloc_bulk_fast(s, size, p);
     if (likely(done == size && !(gfp & __GFP_ZERO)))
         return (int)size;       /* size == 0 returns 0 here */
-    return slub_alloc_bulk(s, gfp, size, done, p);
+    if (likely(kslab_slub))
+        return slub_alloc_bulk(s, gfp, size, done, p);
+    for (; done < size; done++) {  /* other back-ends: one by one, all or nothing */
+        p[done] = kslab_alloc_slow(s, gfp, 0);
+        if (!p[done]) {
+            kmem_cache_free_bulk(s, done, p);
+            return 0;
+        }
+    }
+    return (int)size;
 }
 
 /*
@@ -644,6 +697,21 @@ void slub_free_bulk(struct kmem_cache *want, size_t size, void **p)
 
 void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **p, bool account)
 {
+    if (unlikely(!kslab_slub)) {     /* other back-ends: one by one */
+        const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
+        while (size--) {
+            void *x = p[size];
+            if (ZERO_OR_NULL_PTR(x))
+                continue;
+            if (in_arena(x))
+                kslab_be->free(want, x, fn);
+            else if (!want && (chunk_entry(x) & 3) == CHUNK_LARGE)
+                kfree(x);
+            else
+                kslab_bad_free(fn, want, x);
+        }
+        return;
+    }
     while (size) {
         struct kmem_cache *s = want;
         if (!s) {
@@ -690,7 +758,7 @@ void kfree(const void *x)
         kslab_bad_free("kfree", NULL, x);
     if (likely(slub_free_fast(s, (void *)x)))
         return;
-    kmem_cache_free_slow(s, (void *)x, "kfree");
+    kmem_cache_free_slow(s, (void *)x, "kfree", false);
 }
 
 size_t ksize(const void *x)
@@ -698,6 +766,8 @@ size_t ksize(const void *x)
     if (ZERO_OR_NULL_PTR(x))
         return 0;
     uintptr_t e = in_arena(x) ? CHUNK_ARENA : chunk_entry(x);
+    if (e == CHUNK_ARENA && !kslab_slub)
+        return kslab_be->ksize(x);
     if (e == CHUNK_ARENA) {
         struct slab *slab = arena_slab_of(x);
         if (slab && object_start(slab->cache, (uintptr_t)slab_address(slab), x))
@@ -829,12 +899,15 @@ void kslab_slabinfo(FILE *out)
     kslab_lock(&cache_lock);
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache) {
         struct kslab_stats st;
+        unsigned tun[4] = { 0, 0, 0, 0 };
         kslab_cache_stats(s, &st);
+        if (kslab_be->tunables)
+            kslab_be->tunables(s, tun);
         fprintf(out, "%-17s %6llu %6llu %6u %4u %4u : tunables %4u %4u %4u : slabdata %6llu "
                      "%6llu %6u\n",
                 s->name, (unsigned long long)st.active_objs, (unsigned long long)st.num_objs,
-                s->size, s->objects, 1u << s->order, 0u, 0u, 0u,
-                (unsigned long long)st.num_slabs, (unsigned long long)st.num_slabs, 0u);
+                s->size, s->objects, 1u << s->order, tun[0], tun[1], tun[2],
+                (unsigned long long)st.num_slabs, (unsigned long long)st.num_slabs, tun[3]);
     }
     kslab_unlock(&cache_lock);
 }

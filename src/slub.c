@@ -130,7 +130,7 @@ static unsigned get_order(size_t bytes)
  * the waste bound (1/16, 1/8, 1/4) and then min_objects until something fits.
  * kmalloc-32 gets order 0 with 128 objects; kmalloc-8k order 3 with 4.
  */
-static unsigned slub_calculate_order(unsigned size)
+unsigned slub_calculate_order(unsigned size)
 {
     unsigned ncpus = prim_ncpus(), fls = 0;
     while (ncpus >> fls)
@@ -152,7 +152,7 @@ static unsigned slub_calculate_order(unsigned size)
     return get_order(size);  /* one object per slab, beyond SLUB_MAX_ORDER if need be */
 }
 
-int slub_cache_init(struct kmem_cache *s)
+static int slub_cache_init(struct kmem_cache *s)
 {
     /* Object layout: [object (object_size) | pad to word | free pointer if it
      * cannot live inside the object | ... room for red zone and user track
@@ -584,7 +584,7 @@ void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 
 /* ---- flush, shrink, destroy ----------------------------------------------- */
 
-void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
+static void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
 {
     struct kmem_cache_cpu *c = &t->cpu[s->id];
     struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
@@ -614,7 +614,7 @@ void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
     unfreeze_partials(s, cc);
 }
 
-int slub_shrink(struct kmem_cache *s)
+static int slub_shrink(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
     if (thread_is_real(t))
@@ -652,7 +652,7 @@ static void collect_slab(struct slab *slab, void *arg)
     v->n++;
 }
 
-long slub_destroy_slabs(struct kmem_cache *s)
+static long slub_destroy_slabs(struct kmem_cache *s)
 {
     struct slab_vec v = { NULL, 0 };
     s->partial = NULL;
@@ -764,3 +764,23 @@ void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *
     if (account)
         stat_add(s, cc, FREE_SLOWPATH, cnt);
 }
+
+/* SLUB's own fast paths are inlined in the front doors; these entries only
+ * exist so SLUB fits the contract (slab_common.c calls __slub_alloc and the
+ * SLUB free path directly when kslab_slub). */
+static void *slub_alloc_entry(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    return __slub_alloc(s, gfp);
+}
+
+const struct kslab_backend slub_backend = {
+    .name = "slub",
+    .cache_init = slub_cache_init,
+    .alloc = slub_alloc_entry,
+    .free = NULL,                  /* never called: the front doors free SLUB objects */
+    .ksize = NULL,
+    .flush_thread = slub_flush_thread,
+    .shrink = slub_shrink,
+    .destroy = slub_destroy_slabs,
+    .tunables = NULL,
+};

@@ -21,12 +21,14 @@ static inline void set_freepointer(const struct kmem_cache *s, void *object, voi
     *(void **)((char *)object + s->offset) = fp;
 }
 
-static inline void *slub_alloc(struct kmem_cache *s, gfp_t gfp)
+/* kmalloc_size is only passed on the slow call (0 for kmem_cache_alloc):
+ * SLOB needs the request's real size. */
+static inline void *slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
     void *object = c->freelist;
     if (unlikely(!object))
-        return __slub_alloc(s, gfp);
+        return kslab_alloc_slow(s, gfp, kmalloc_size);
     c->freelist = get_freepointer(s, object);
     counter_inc(&c->alloc_fast, 1);
     if (unlikely(gfp & __GFP_ZERO))

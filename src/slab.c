@@ -1,0 +1,2 @@
+#include "internal.h"
+const struct kslab_backend slab_backend = { .name = "slab" };
