@@ -32,6 +32,7 @@ void prim_unmap(void *p, size_t bytes);
 void prim_release(void *p, size_t bytes);       /* give pages back, keep the range (MADV_DONTNEED) */
 const char *prim_getenv(const char *name);      /* no allocation: safe before malloc works */
 unsigned prim_ncpus(void);
+uint64_t prim_now_ns(void);                     /* CLOCK_MONOTONIC */
 void prim_write_stderr(const char *s, size_t n);
 _Noreturn void prim_abort(void);
 
@@ -92,7 +93,7 @@ struct slab {
     uint8_t pg_order;               /* every page of a block: order of the block it belongs to */
     uint8_t pg_state;               /* head page: PG_FREE, PG_HOT, PG_SLAB or PG_META */
     uint16_t pg_pad;
-    uint32_t pg_pad2;
+    uint32_t pg_colour;             /* head page: offset of the first object (SLAB colouring) */
 #if KSLAB_DESC_PAD
     char desc_pad[KSLAB_DESC_PAD];  /* bench only: the seeds' 64-byte descriptor */
 #endif
@@ -232,6 +233,18 @@ struct kmem_cache {
     unsigned cpu_partial_slabs;/* limit of each thread's partial list */
     unsigned sheaf_capacity;   /* objects a thread's sheaf holds before it is flushed */
 
+    /* ---- SLAB's node (slab.c); the partial list is ->partial ---- */
+    struct slab *slabs_full, *slabs_free;
+    unsigned long free_objects;  /* free objects in slabs (not in array caches) */
+    unsigned long free_limit;    /* free objects kept in slabs before empty slabs go */
+    uint32_t colour, colour_off, colour_next;  /* cache colouring */
+    uint32_t limit, batchcount, shared;        /* tunables, as slabinfo shows them */
+    uint32_t idx_size;           /* freelist index bytes: 1, 2 (or 4 for the experiment) */
+    uint32_t placement;          /* where the index array lives (slab.c) */
+    void **shared_array;         /* shared array cache (list_lock) */
+    uint32_t shared_avail, shared_limit;
+    uint64_t last_reap_ns;
+
     /* ---- gauges and totals, relaxed atomics (pure counters, no ordering) ---- */
     _Atomic long nr_slabs;
     _Atomic long total_objects;
@@ -270,7 +283,7 @@ struct kmem_cache_cpu {
 /* "No cpu slab": a non-canonical address, so x - slab_base is never the
  * offset of an object for any pointer a program can hold. */
 #define NO_CPU_SLAB ((uintptr_t)1 << 63)
-#define SHEAF_MAX 64
+#define SHEAF_MAX 120   /* SLUB's sheaf and SLAB's array cache share it */
 struct kmem_cache_cpu_cold {
     struct slab *partial;      /* frozen slabs with free objects, singly linked by ->next */
     uint32_t nr_partial;

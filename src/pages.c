@@ -132,6 +132,7 @@ static void block_set(struct slab *b, unsigned order, struct kmem_cache *cache)
         b[i].pg_state = !cache ? PG_FREE : i ? PG_META : PG_SLAB;
         b[i].cache = cache;
     }
+    b->pg_colour = 0;
 }
 
 struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -95,6 +96,13 @@ unsigned prim_ncpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_CONF);
     return n > 0 ? (unsigned)n : 1;
+}
+
+uint64_t prim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void prim_write_stderr(const char *s, size_t n)

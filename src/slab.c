@@ -1,2 +1,594 @@
+/*
+ * slab.c - the SLAB back-end, after the kernel's mm/slab.c (Linux 6.7 and
+ * earlier).
+ *
+ * How it works
+ * ------------
+ * Objects are handed out from per-thread *array caches*: a LIFO array of free
+ * object pointers per cache and thread (limit entries; refilled and drained
+ * batchcount at a time).  Behind them, per cache, a *shared* array (limit
+ * shared * batchcount) and three slab lists under list_lock: full, partial,
+ * free.  A refill takes objects from the shared array first, then from
+ * partial slabs, then free slabs, and grows the cache by one slab if it has
+ * to.  A drain (array cache full) moves the oldest batchcount objects to the
+ * shared array, or back into their slabs (free_block).
+ *
+ * A slab is 2^order pages: cache colouring shifts the first object by
+ * colour_next * colour_off (cycling through the slab's spare bytes) so that
+ * slabs spread their objects over different cache lines; the slab
+ * descriptor's pg_colour holds the offset.  Each slab has a free-object
+ * *index array*: freelist[active..num-1] are the indexes of free objects;
+ * alloc takes freelist[active++], free puts freelist[--active].  Indexes are
+ * bytes when a slab holds at most 256 objects (seed 000), 16-bit otherwise
+ * (and 32-bit when KSLAB_SLAB_INDEX=int, to reproduce the "before" column).
+ * The array lives in one of three places:
+ *   OBJFREELIST  inside a free object (no ctor, no RCU, and the array fits in
+ *                an object): costs no space at all; when the slab is full
+ *                there is no array, and the first object freed hosts it;
+ *   OFF_SLAB     in a kmalloc'ed block (objects >= 128 bytes, when the array
+ *                does not fit in the slab's leftover space);
+ *   ON_SLAB      at the end of the slab.
+ *
+ * States of a slab: on the full, partial or free list (pg_pad says which).
+ * Empty slabs are destroyed when the cache holds more than free_limit free
+ * objects in slabs; periodically (every 2 s, on a slow path) part of the
+ * shared array is drained and free slabs trimmed; kmem_cache_shrink drains
+ * the caller's array cache and the shared array and destroys every free slab.
+ *
+ * Lock order: s->list_lock -> pages_lock; pages are freed and off-slab index
+ * arrays allocated with list_lock dropped.
+ */
 #include "internal.h"
-const struct kslab_backend slab_backend = { .name = "slab" };
+
+enum { OBJFREELIST = 0, OFF_SLAB = 1, ON_SLAB = 2 };
+enum { LIST_FULL = 0, LIST_PARTIAL = 1, LIST_FREE = 2 };
+#define SLAB_MAX_ORDER_HI 1           /* the kernel's slab_max_order on big machines */
+#define REAP_INTERVAL_NS 2000000000ull
+
+/* ---- geometry --------------------------------------------------------------- */
+
+static unsigned force_idx_size(void)
+{
+    const char *v = prim_getenv("KSLAB_SLAB_INDEX");
+    return v && strcmp(v, "int") == 0 ? 4 : 0;
+}
+
+/* Objects and leftover bytes of a 2^order slab for one placement. */
+static unsigned estimate(size_t slab_bytes, unsigned size, unsigned idx, unsigned placement,
+                         size_t *left)
+{
+    unsigned num = placement == ON_SLAB ? (unsigned)(slab_bytes / (size + idx))
+                                        : (unsigned)(slab_bytes / size);
+    size_t used = (size_t)num * size + (placement == ON_SLAB ? (size_t)num * idx : 0);
+    *left = slab_bytes - used;
+    return num;
+}
+
+/* calculate_slab_order(): the smallest order with at most 1/8 waste, up to
+ * slab_max_order (and whatever one object needs). */
+static unsigned slab_order(unsigned size, unsigned idx, unsigned placement, unsigned *num,
+                           size_t *left)
+{
+    for (unsigned order = 0; order <= MAX_PAGE_ORDER; order++) {
+        size_t bytes = PAGE_SIZE << order;
+        *num = estimate(bytes, size, idx, placement, left);
+        if (!*num)
+            continue;
+        if (*num > 65535) {            /* the counters hold 16 bits of objects */
+            *num = 65535;
+            *left = bytes - (size_t)*num * size;
+        }
+        if (order >= SLAB_MAX_ORDER_HI || *left * 8 <= bytes)
+            return order;
+    }
+    return MAX_PAGE_ORDER + 1;
+}
+
+static int slab_cache_init(struct kmem_cache *s)
+{
+    size_t size = ALIGN_UP(s->object_size, sizeof(void *));
+    size = ALIGN_UP(size, s->align);
+    if (size > (PAGE_SIZE << MAX_PAGE_ORDER))
+        return -1;
+    s->size = (uint32_t)size;
+    s->offset = 0;
+    unsigned forced = force_idx_size(), num = 0, order;
+    size_t left = 0;
+    /* index width: bytes if a slab holds at most 256 objects */
+    unsigned idx = forced ? forced : 1;
+    if (!forced && (PAGE_SIZE << SLAB_MAX_ORDER_HI) / s->size > 256)
+        idx = 2;
+    /* placement, in the kernel's order of preference */
+    unsigned placement = ON_SLAB;
+    if (!s->ctor && !(s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
+        order = slab_order(s->size, idx, OBJFREELIST, &num, &left);
+        if ((size_t)num * idx <= s->size)
+            placement = OBJFREELIST;
+    }
+    if (placement == ON_SLAB && s->size >= 128) {
+        order = slab_order(s->size, idx, OFF_SLAB, &num, &left);
+        placement = left >= (size_t)num * idx ? ON_SLAB : OFF_SLAB;  /* fits: keep it on-slab */
+    }
+    if (placement == ON_SLAB)
+        order = slab_order(s->size, idx, ON_SLAB, &num, &left);
+    else
+        order = slab_order(s->size, idx, placement, &num, &left);
+    if (order > MAX_PAGE_ORDER)
+        return -1;
+    s->placement = placement;
+    s->idx_size = idx;
+    s->order = order;
+    s->objects = num;
+    s->slab_mask = ~((PAGE_SIZE << order) - 1);
+    s->shift = (uint32_t)__builtin_ctz(s->size);
+    uint64_t d = s->size >> s->shift, inv = d;
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - d * inv;
+    s->inv = inv;
+    s->colour_off = s->align > 64 ? s->align : 64;
+    s->colour = (uint32_t)(left / s->colour_off);
+    s->colour_next = 0;
+    /* enable_cpucache(): limit by object size, batchcount half of it */
+    s->limit = s->size > 131072 ? 1 : s->size > PAGE_SIZE ? 8 : s->size > 1024 ? 24
+             : s->size > 256 ? 54 : 120;
+    s->batchcount = (s->limit + 1) / 2;
+    s->shared = s->size <= PAGE_SIZE && prim_ncpus() > 1 ? 8 : 0;
+    s->shared_limit = s->shared * s->batchcount;
+    s->shared_array = NULL;
+    if (s->shared_limit) {
+        s->shared_array = prim_map(ALIGN_UP(s->shared_limit * sizeof(void *), PAGE_SIZE));
+        if (!s->shared_array)
+            return -1;
+    }
+    s->free_limit = (1 + prim_ncpus()) * s->batchcount + s->objects;
+    s->min_partial = 0;
+    return 0;
+}
+
+/* ---- the index array --------------------------------------------------------- */
+
+static inline unsigned idx_get(const struct kmem_cache *s, const struct slab *slab, unsigned i)
+{
+    const void *a = slab->freelist;
+    return s->idx_size == 1 ? ((const uint8_t *)a)[i]
+         : s->idx_size == 2 ? ((const uint16_t *)a)[i] : ((const uint32_t *)a)[i];
+}
+
+static inline void idx_set(const struct kmem_cache *s, struct slab *slab, unsigned i, unsigned v)
+{
+    void *a = slab->freelist;
+    if (s->idx_size == 1)
+        ((uint8_t *)a)[i] = (uint8_t)v;
+    else if (s->idx_size == 2)
+        ((uint16_t *)a)[i] = (uint16_t)v;
+    else
+        ((uint32_t *)a)[i] = v;
+}
+
+static inline char *slab_mem(const struct slab *slab)
+{
+    return (char *)slab_address(slab) + slab->pg_colour;
+}
+
+/* slab_get_obj(): list_lock held, slab not full. */
+static void *slab_get_obj(struct kmem_cache *s, struct slab *slab)
+{
+    unsigned active = slab->counters.inuse;
+    void *obj = slab_mem(slab) + (size_t)idx_get(s, slab, active) * s->size;
+    slab->counters.inuse = active + 1;
+    if (s->placement == OBJFREELIST && active + 1 == s->objects)
+        slab->freelist = NULL;         /* the array's host object was the last one */
+    return obj;
+}
+
+/* slab_put_obj(): list_lock held. */
+static void slab_put_obj(struct kmem_cache *s, struct slab *slab, void *obj)
+{
+    unsigned active = slab->counters.inuse;
+    if (unlikely(active == 0))
+        kslab_report("double free of object %p in cache %s", obj, s->name);
+    unsigned idx = (unsigned)(((char *)obj - slab_mem(slab)) / s->size);
+    if (s->placement == OBJFREELIST && !slab->freelist)
+        slab->freelist = obj;          /* a full slab: the freed object hosts the array */
+    for (unsigned i = active; i < s->objects; i++)  /* freed twice (not at the array top)? */
+        if (unlikely(idx_get(s, slab, i) == idx))
+            kslab_report("double free of object %p in cache %s", obj, s->name);
+    slab->counters.inuse = active - 1;
+    idx_set(s, slab, active - 1, idx);
+}
+
+/* ---- lists ---------------------------------------------------------------------- */
+
+static struct slab **list_head(struct kmem_cache *s, unsigned which)
+{
+    return which == LIST_FULL ? &s->slabs_full : which == LIST_PARTIAL ? &s->partial
+                                                                         : &s->slabs_free;
+}
+
+static void list_add_slab(struct kmem_cache *s, struct slab *slab, unsigned which)
+{
+    struct slab **h = list_head(s, which);
+    slab->pg_pad = (uint16_t)which;
+    slab->prev = NULL;
+    slab->next = *h;
+    if (*h)
+        (*h)->prev = slab;
+    *h = slab;
+    if (which == LIST_PARTIAL)
+        atomic_fetch_add_explicit(&s->nr_partial, 1, memory_order_relaxed);
+}
+
+static void list_del_slab(struct kmem_cache *s, struct slab *slab)
+{
+    if (slab->prev)
+        slab->prev->next = slab->next;
+    else
+        *list_head(s, slab->pg_pad) = slab->next;
+    if (slab->next)
+        slab->next->prev = slab->prev;
+    slab->next = slab->prev = NULL;
+    if (slab->pg_pad == LIST_PARTIAL)
+        atomic_fetch_sub_explicit(&s->nr_partial, 1, memory_order_relaxed);
+}
+
+/* Put the slab on the list its fill level says. */
+static void list_fix(struct kmem_cache *s, struct slab *slab)
+{
+    unsigned want = slab->counters.inuse == 0 ? LIST_FREE
+                  : slab->counters.inuse == s->objects ? LIST_FULL : LIST_PARTIAL;
+    if (want != slab->pg_pad) {
+        list_del_slab(s, slab);
+        list_add_slab(s, slab, want);
+    }
+}
+
+/* ---- growing and destroying slabs ----------------------------------------------- */
+
+/* cache_grow(): a new slab, all objects free, put on the free list. */
+static bool cache_grow(struct kmem_cache *s)
+{
+    void *offslab = NULL;
+    if (s->placement == OFF_SLAB) {
+        offslab = kmalloc((size_t)s->objects * s->idx_size, GFP_KERNEL);
+        if (!offslab)
+            return false;
+    }
+    struct slab *slab = pages_alloc(s->order, s);
+    if (!slab) {
+        kfree(offslab);
+        return false;
+    }
+    char *base = slab_address(slab);
+    kslab_lock(&s->list_lock);
+    uint32_t colour = s->colour_next;
+    if (++s->colour_next > s->colour)
+        s->colour_next = 0;
+    kslab_unlock(&s->list_lock);
+    slab->pg_colour = colour * s->colour_off;
+    char *mem = base + slab->pg_colour;
+    if (s->ctor)
+        for (unsigned i = 0; i < s->objects; i++)
+            s->ctor(mem + (size_t)i * s->size);
+    if (s->placement == OFF_SLAB)
+        slab->freelist = offslab;
+    else if (s->placement == ON_SLAB)
+        slab->freelist = base + (PAGE_SIZE << s->order) - (size_t)s->objects * s->idx_size;
+    else                               /* hosted by the last object, allocated last */
+        slab->freelist = mem + (size_t)(s->objects - 1) * s->size;
+    slab->counters.word = 0;
+    slab->counters.objects = (uint16_t)s->objects;
+    slab->counters.order = (uint8_t)s->order;
+    for (unsigned i = 0; i < s->objects; i++)
+        idx_set(s, slab, i, i);
+    atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
+    kslab_count(s, ALLOC_SLAB, 1);
+    kslab_lock(&s->list_lock);
+    list_add_slab(s, slab, LIST_FREE);
+    s->free_objects += s->objects;
+    kslab_unlock(&s->list_lock);
+    return true;
+}
+
+static void slab_destroy(struct kmem_cache *s, struct slab *slab)
+{
+    void *offslab = s->placement == OFF_SLAB ? slab->freelist : NULL;
+    atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
+    kslab_count(s, FREE_SLAB, 1);
+    pages_free(slab, s->order);
+    kfree(offslab);
+}
+
+/* Take free slabs off the free list while more than `keep` free objects sit
+ * in slabs (list_lock held); returns them linked by ->next. */
+static struct slab *trim_free_slabs(struct kmem_cache *s, unsigned long keep)
+{
+    struct slab *out = NULL;
+    if (s->flags & SLAB_TYPESAFE_BY_RCU)
+        return NULL;                   /* its slabs stay while the cache lives */
+    while (s->slabs_free && s->free_objects > keep) {
+        struct slab *slab = s->slabs_free;
+        list_del_slab(s, slab);
+        s->free_objects -= s->objects;
+        slab->next = out;
+        out = slab;
+    }
+    return out;
+}
+
+static void destroy_list(struct kmem_cache *s, struct slab *list)
+{
+    while (list) {
+        struct slab *slab = list;
+        list = slab->next;
+        slab_destroy(s, slab);
+    }
+}
+
+/* free_block(): objects back into their slabs (list_lock held). */
+static void free_block(struct kmem_cache *s, void **objs, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        void *obj = objs[i];
+        struct slab *slab = addr_desc((uintptr_t)obj & s->slab_mask);
+        slab_put_obj(s, slab, obj);
+        s->free_objects++;
+        list_fix(s, slab);
+    }
+}
+
+/* ---- periodic reaping ------------------------------------------------------------- */
+
+/* cache_reap(), run from a slow path at most every 2 s: give a fifth of the
+ * shared array back to the slabs and destroy free slabs beyond free_limit. */
+static struct slab *maybe_reap(struct kmem_cache *s)
+{
+    uint64_t now = prim_now_ns();
+    if (now - s->last_reap_ns < REAP_INTERVAL_NS)
+        return NULL;
+    s->last_reap_ns = now;
+    unsigned n = (s->limit + 4) / 5;
+    if (n > s->shared_avail)
+        n = s->shared_avail;
+    free_block(s, s->shared_array, n);
+    memmove(s->shared_array, s->shared_array + n, (s->shared_avail - n) * sizeof(void *));
+    s->shared_avail -= n;
+    return trim_free_slabs(s, s->free_limit);
+}
+
+/* ---- allocation ------------------------------------------------------------------ */
+
+/* cache_alloc_refill(): fill the array cache with up to batchcount objects. */
+static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
+{
+    unsigned batch = s->batchcount;
+    for (int tries = 0; tries < 2; tries++) {
+        kslab_lock(&s->list_lock);
+        struct slab *reap = maybe_reap(s);
+        if (s->shared_avail) {          /* the shared array first */
+            unsigned n = s->shared_avail < batch ? s->shared_avail : batch;
+            s->shared_avail -= n;
+            memcpy(ac->sheaf + ac->sheaf_count, s->shared_array + s->shared_avail,
+                   n * sizeof(void *));
+            ac->sheaf_count += n;
+        }
+        while (ac->sheaf_count < batch) {
+            struct slab *slab = s->partial ? s->partial : s->slabs_free;
+            if (!slab)
+                break;
+            while (slab->counters.inuse < s->objects && ac->sheaf_count < batch) {
+                ac->sheaf[ac->sheaf_count++] = slab_get_obj(s, slab);
+                s->free_objects--;
+            }
+            list_fix(s, slab);
+        }
+        kslab_unlock(&s->list_lock);
+        destroy_list(s, reap);
+        if (ac->sheaf_count)
+            return true;
+        if (!cache_grow(s))
+            return false;
+    }
+    return ac->sheaf_count != 0;
+}
+
+/* An object straight from the slabs, for a thread without state (its state
+ * could not be mapped). */
+static void *alloc_one_direct(struct kmem_cache *s)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        void *obj = NULL;
+        kslab_lock(&s->list_lock);
+        struct slab *slab = s->partial ? s->partial : s->slabs_free;
+        if (slab) {
+            obj = slab_get_obj(s, slab);
+            s->free_objects--;
+            list_fix(s, slab);
+        }
+        kslab_unlock(&s->list_lock);
+        if (obj || !cache_grow(s))
+            return obj;
+    }
+    return NULL;
+}
+
+static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    struct kslab_thread *t = kslab_thread_get();
+    void *obj;
+    if (likely(t)) {
+        struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
+        if (likely(ac->sheaf_count)) {
+            obj = ac->sheaf[--ac->sheaf_count];
+            counter_inc(&t->cpu[s->id].alloc_fast, 1);
+        } else {
+            if (!cache_alloc_refill(s, ac))
+                return NULL;
+            obj = ac->sheaf[--ac->sheaf_count];
+            counter_inc(&ac->stat[ALLOC_SLOWPATH], 1);
+        }
+    } else {
+        obj = alloc_one_direct(s);
+        if (!obj)
+            return NULL;
+        stat_add(s, NULL, ALLOC_SLOWPATH, 1);
+    }
+    if (gfp & __GFP_ZERO)
+        memset(obj, 0, s->object_size);
+    return obj;
+}
+
+/* ---- free ---------------------------------------------------------------------------- */
+
+/* cache_flusharray(): the oldest batchcount objects go to the shared array if
+ * it has room, else back to their slabs. */
+static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
+{
+    unsigned batch = s->batchcount < ac->sheaf_count ? s->batchcount : ac->sheaf_count;
+    kslab_lock(&s->list_lock);
+    struct slab *reap = maybe_reap(s);
+    unsigned room = s->shared_limit - s->shared_avail;
+    if (room) {
+        unsigned n = room < batch ? room : batch;
+        memcpy(s->shared_array + s->shared_avail, ac->sheaf, n * sizeof(void *));
+        s->shared_avail += n;
+        batch = n;
+    } else {
+        free_block(s, ac->sheaf, batch);
+        struct slab *more = trim_free_slabs(s, s->free_limit);
+        while (more) {
+            struct slab *m = more;
+            more = m->next;
+            m->next = reap;
+            reap = m;
+        }
+    }
+    kslab_unlock(&s->list_lock);
+    memmove(ac->sheaf, ac->sheaf + batch, (ac->sheaf_count - batch) * sizeof(void *));
+    ac->sheaf_count -= batch;
+    destroy_list(s, reap);
+}
+
+/* The object's slab, validated: x must be an object start of a live slab of
+ * want (or of any cache when want is NULL). */
+static struct slab *slab_check(struct kmem_cache *want, void *x, const char *fn,
+                               struct kmem_cache **sp)
+{
+    if (!in_arena(x))
+        kslab_bad_free(fn, want, x);
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (!s || (want && s != want))
+        kslab_bad_free(fn, want, x);
+    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
+    if (slab->pg_state != PG_SLAB ||
+        !kslab_object_start(s, (uintptr_t)slab_mem(slab), x))
+        kslab_bad_free(fn, want, x);
+    *sp = s;
+    return slab;
+}
+
+static void slab_free(struct kmem_cache *want, void *x, const char *fn)
+{
+    struct kmem_cache *s;
+    struct slab *slab = slab_check(want, x, fn, &s);
+    struct kslab_thread *t = kslab_thread_get();
+    if (unlikely(!t)) {
+        kslab_lock(&s->list_lock);
+        free_block(s, &x, 1);
+        struct slab *reap = trim_free_slabs(s, s->free_limit);
+        kslab_unlock(&s->list_lock);
+        destroy_list(s, reap);
+        stat_add(s, NULL, FREE_SLOWPATH, 1);
+        return;
+    }
+    (void)slab;
+    struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
+    if (unlikely(ac->sheaf_count && ac->sheaf[ac->sheaf_count - 1] == x))
+        kslab_report("double free of object %p in cache %s", x, s->name);
+    if (unlikely(ac->sheaf_count >= s->limit))
+        cache_flusharray(s, ac);
+    ac->sheaf[ac->sheaf_count++] = x;
+    counter_inc(&t->cpu[s->id].free_fast, 1);
+}
+
+static size_t slab_ksize(const void *x)
+{
+    struct kmem_cache *s;
+    slab_check(NULL, (void *)x, "ksize", &s);
+    return s->size;
+}
+
+/* ---- flush, shrink, destroy, slabinfo ---------------------------------------------- */
+
+static void slab_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
+{
+    struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
+    if (!ac->sheaf_count)
+        return;
+    kslab_lock(&s->list_lock);
+    free_block(s, ac->sheaf, ac->sheaf_count);
+    struct slab *reap = trim_free_slabs(s, s->free_limit);
+    kslab_unlock(&s->list_lock);
+    ac->sheaf_count = 0;
+    destroy_list(s, reap);
+}
+
+static int slab_shrink(struct kmem_cache *s)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (thread_is_real(t))
+        slab_flush_thread(t, s);
+    kslab_lock(&s->list_lock);
+    free_block(s, s->shared_array, s->shared_avail);
+    s->shared_avail = 0;
+    struct slab *reap = trim_free_slabs(s, 0);
+    kslab_unlock(&s->list_lock);
+    destroy_list(s, reap);
+    pages_release_all();
+    return 0;
+}
+
+struct slab_vec { struct slab *head; long n; };
+static void slab_collect(struct slab *slab, void *arg)
+{
+    struct slab_vec *v = arg;
+    slab->next = v->head;
+    v->head = slab;
+    v->n++;
+}
+
+static long slab_destroy_all(struct kmem_cache *s)
+{
+    struct slab_vec v = { NULL, 0 };
+    s->partial = s->slabs_full = s->slabs_free = NULL;
+    atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
+    s->shared_avail = 0;
+    s->free_objects = 0;
+    pages_for_each_slab(s, slab_collect, &v);
+    destroy_list(s, v.head);
+    if (s->shared_array)
+        prim_unmap(s->shared_array, ALIGN_UP(s->shared_limit * sizeof(void *), PAGE_SIZE));
+    s->shared_array = NULL;
+    return v.n;
+}
+
+static void slab_tunables(struct kmem_cache *s, unsigned out[4])
+{
+    out[0] = s->limit;
+    out[1] = s->batchcount;
+    out[2] = s->shared;
+    out[3] = s->shared_avail;
+}
+
+const struct kslab_backend slab_backend = {
+    .name = "slab",
+    .cache_init = slab_cache_init,
+    .alloc = slab_alloc,
+    .free = slab_free,
+    .ksize = slab_ksize,
+    .flush_thread = slab_flush_thread,
+    .shrink = slab_shrink,
+    .destroy = slab_destroy_all,
+    .tunables = slab_tunables,
+};

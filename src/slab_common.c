@@ -541,7 +541,7 @@ void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *x)
     if (s && real != s)
         kslab_report("%s(%s): object %p belongs to cache %s, not %s", fn, want, x, real->name,
                      want);
-    uintptr_t base = (uintptr_t)slab_address(slab);
+    uintptr_t base = (uintptr_t)slab_address(slab) + slab->pg_colour;
     uintptr_t idx = ((uintptr_t)x - base) / real->size;
     kslab_report("%s(%s): pointer %p is inside object %p of cache %s, not at its start", fn,
                  real->name, x, (void *)(base + idx * real->size), real->name);
@@ -770,7 +770,7 @@ size_t ksize(const void *x)
         return kslab_be->ksize(x);
     if (e == CHUNK_ARENA) {
         struct slab *slab = arena_slab_of(x);
-        if (slab && object_start(slab->cache, (uintptr_t)slab_address(slab), x))
+        if (slab && object_start(slab->cache, (uintptr_t)slab_address(slab) + slab->pg_colour, x))
             return slab->cache->size;
     } else if ((e & 3) == CHUNK_LARGE) {
         struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);
