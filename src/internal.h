@@ -244,6 +244,7 @@ struct kmem_cache {
     void **shared_array;         /* shared array cache (list_lock) */
     uint32_t shared_avail, shared_limit;
     uint64_t last_reap_ns;
+    void *rcu_free;              /* SLOB: freed objects of a SLAB_TYPESAFE_BY_RCU cache */
 
     /* ---- gauges and totals, relaxed atomics (pure counters, no ordering) ---- */
     _Atomic long nr_slabs;
@@ -347,6 +348,8 @@ struct kslab_backend {
     long (*destroy)(struct kmem_cache *s);              /* frees every slab */
     /* slabinfo: tunables limit, batchcount, sharedfactor and sharedavail */
     void (*tunables)(struct kmem_cache *s, unsigned out[4]);
+    /* fork: take / release / reset the back-end's own global locks (optional) */
+    void (*atfork)(int phase);                  /* 0 prepare, 1 parent, 2 child */
 };
 extern const struct kslab_backend *kslab_be;
 extern bool kslab_slub;                                 /* kslab_be is SLUB */

@@ -351,9 +351,11 @@ static struct slab *maybe_reap(struct kmem_cache *s)
     unsigned n = (s->limit + 4) / 5;
     if (n > s->shared_avail)
         n = s->shared_avail;
-    free_block(s, s->shared_array, n);
-    memmove(s->shared_array, s->shared_array + n, (s->shared_avail - n) * sizeof(void *));
-    s->shared_avail -= n;
+    if (n) {
+        free_block(s, s->shared_array, n);
+        memmove(s->shared_array, s->shared_array + n, (s->shared_avail - n) * sizeof(void *));
+        s->shared_avail -= n;
+    }
     return trim_free_slabs(s, s->free_limit);
 }
 
@@ -363,7 +365,7 @@ static struct slab *maybe_reap(struct kmem_cache *s)
 static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
 {
     unsigned batch = s->batchcount;
-    for (int tries = 0; tries < 2; tries++) {
+    for (;;) {                         /* until we get objects or cannot grow */
         kslab_lock(&s->list_lock);
         struct slab *reap = maybe_reap(s);
         if (s->shared_avail) {          /* the shared array first */
@@ -390,14 +392,13 @@ static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold 
         if (!cache_grow(s))
             return false;
     }
-    return ac->sheaf_count != 0;
 }
 
 /* An object straight from the slabs, for a thread without state (its state
  * could not be mapped). */
 static void *alloc_one_direct(struct kmem_cache *s)
 {
-    for (int tries = 0; tries < 2; tries++) {
+    for (;;) {
         void *obj = NULL;
         kslab_lock(&s->list_lock);
         struct slab *slab = s->partial ? s->partial : s->slabs_free;
@@ -410,7 +411,6 @@ static void *alloc_one_direct(struct kmem_cache *s)
         if (obj || !cache_grow(s))
             return obj;
     }
-    return NULL;
 }
 
 static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
@@ -540,7 +540,8 @@ static int slab_shrink(struct kmem_cache *s)
     if (thread_is_real(t))
         slab_flush_thread(t, s);
     kslab_lock(&s->list_lock);
-    free_block(s, s->shared_array, s->shared_avail);
+    if (s->shared_avail)
+        free_block(s, s->shared_array, s->shared_avail);
     s->shared_avail = 0;
     struct slab *reap = trim_free_slabs(s, 0);
     kslab_unlock(&s->list_lock);

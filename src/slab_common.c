@@ -104,6 +104,11 @@ void kslab_warn(const char *fmt, ...)
 static kslab_lock_t cache_lock = KSLAB_LOCK_INIT;   /* the cache list and ids */
 static struct kmem_cache *cache_list;
 static uint64_t cache_ids[KSLAB_MAX_CACHES / 64];
+/* id -> cache, for back-ends that record ids in objects (SLOB).  Written
+ * under cache_lock; read without it: acquire pairs with the release in
+ * cache_setup(), so a reader that finds a cache sees it initialised. */
+static _Atomic(struct kmem_cache *) caches_by_id[KSLAB_MAX_CACHES];
+
 
 /* kmalloc classes: index -> size; the kernel's kmalloc-96 and -192 included. */
 enum { KMALLOC_CLASSES = 13 };
@@ -194,6 +199,7 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
         return -1;
     s->next_cache = cache_list;
     cache_list = s;
+    atomic_store_explicit(&caches_by_id[id], s, memory_order_release);
     return 0;
 }
 
@@ -263,9 +269,7 @@ static void thread_fold(struct kslab_thread *t, struct kmem_cache *s)
     c->slab_base = NO_CPU_SLAB;
 }
 
-/* Give all of t's slabs back to their caches and retire t.  Used at thread
- * exit (t is the caller's) and in a fork child (t belonged to a thread that
- * does not exist there). */
+/* Give all of t's slabs back to their caches and retire t (thread exit). */
 static void thread_retire(struct kslab_thread *t)
 {
     kslab_lock(&cache_lock);
@@ -293,12 +297,16 @@ static void atfork_prepare(void)
     kslab_lock(&threads_lock);
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
         kslab_lock(&s->list_lock);
+    if (kslab_be->atfork)
+        kslab_be->atfork(0);
     pages_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
     pages_atfork_parent();
+    if (kslab_be->atfork)
+        kslab_be->atfork(1);
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
         kslab_unlock(&s->list_lock);
     kslab_unlock(&threads_lock);
@@ -306,11 +314,18 @@ static void atfork_parent(void)
 }
 
 /* The child has one thread.  Locks held by threads that vanished were taken
- * by our prepare handler, so the data they guard is consistent; reset them,
- * then give the vanished threads' cpu slabs back to their caches. */
+ * by our prepare handler, so the data they guard is consistent; reset them.
+ * The vanished threads' own caches (cpu slabs, sheaves, array caches) are
+ * another matter: a thread may have been forked in the middle of moving
+ * objects between its private state and a shared list, so giving its cached
+ * objects back could free an object twice.  The child abandons them (their
+ * frozen slabs still take frees; the cached objects are leaked, in the child
+ * only) and folds their counters. */
 static void atfork_child(void)
 {
     pages_atfork_child();
+    if (kslab_be->atfork)
+        kslab_be->atfork(2);
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
         kslab_lock_reinit(&s->list_lock);
     kslab_lock_reinit(&threads_lock);
@@ -320,7 +335,9 @@ static void atfork_child(void)
         next = t->next_thread;
         if (t != self) {
             t->dead = true;
-            thread_retire(t);
+            for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
+                thread_fold(t, s);
+            thread_unlink(t);
         }
     }
 }
@@ -465,6 +482,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
             kslab_warn("kmem_cache_destroy %s: Slab cache still has objects (%llu)", s->name,
                        (unsigned long long)live);
         kslab_be->destroy(s);
+        atomic_store_explicit(&caches_by_id[s->id], NULL, memory_order_relaxed);
         /* last: the steps above may count events in the threads' entries,
          * which must be clear before the id is reused */
         kslab_lock(&threads_lock);
@@ -559,12 +577,11 @@ bool kslab_object_start(const struct kmem_cache *s, uintptr_t base, const void *
     return object_start(s, base, x);
 }
 
+
 struct kmem_cache *kslab_cache_by_id(unsigned id)
 {
-    for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
-        if (s->id == id)
-            return s;
-    return NULL;
+    return id < KSLAB_MAX_CACHES
+               ? atomic_load_explicit(&caches_by_id[id], memory_order_acquire) : NULL;
 }
 
 /* Everything but "x is in the thread's cpu slab of s": validate, then

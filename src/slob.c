@@ -1,2 +1,526 @@
+/*
+ * slob.c - the classic SLOB back-end, after the kernel's mm/slob.c (Linux 6.3
+ * and earlier): a simple list-of-blocks allocator for small machines.
+ *
+ * How it works
+ * ------------
+ * Memory comes in 4 KiB pages shared by all caches.  A page is a sequence of
+ * blocks measured in 8-byte units; free blocks are linked in address order
+ * inside the page, and the page descriptor keeps the first free block and the
+ * free unit count.  Pages with free space sit on one of three lists by the
+ * size of the requests they serve: under 256 bytes, under 1024, the rest.
+ * Allocation walks its list (next-fit: the search starts where the last one
+ * succeeded), first-fit within a page honouring alignment, and takes a new
+ * page when nothing fits.  Free puts the block back in address order and
+ * coalesces it with its neighbours; a page that becomes entirely free goes
+ * back to the page layer.  One lock (slob_lock) covers everything.
+ *
+ * Every block starts with an 8-byte header: its size in units, the id of the
+ * cache it belongs to (the kmalloc class for kmalloc), and a tag (derived
+ * from the block's address while it is allocated, a fixed value while free).
+ * The kernel's SLOB keeps a header only on kmalloc blocks; kslab keeps one on
+ * every block so that frees are validated (foreign, interior, wrong-cache,
+ * double) like on the other back-ends.  Objects bigger than a page get pages
+ * of their own.  A SLAB_TYPESAFE_BY_RCU cache never gives a block back to the
+ * shared lists while it lives: its freed objects wait on a list of its own
+ * (linked through a word after the object) and are reused only by it.
+ *
+ * Page states: on a list (has free units), full (on no list), released.
+ * Lock order: slob_lock -> pages_lock (pages are freed with it dropped).
+ */
 #include "internal.h"
-const struct kslab_backend slob_backend = { .name = "slob" };
+#include <stdio.h>
+#include <stdlib.h>
+
+#define UNIT 8u
+#define PAGE_UNITS (PAGE_SIZE / UNIT)
+#define NO_NEXT 0xffffu
+#define TAG_FREE 0xf4eeu      /* even */
+#define TAG_USED 0x5a0bu
+#define BREAK1 256u
+#define BREAK2 1024u
+
+struct slob_hdr {
+    uint16_t units;   /* block size in units, header included */
+    uint16_t next;    /* free block: unit index of the next free block, or NO_NEXT */
+    uint16_t id;      /* cache id */
+    uint16_t tag;
+};
+_Static_assert(sizeof(struct slob_hdr) == UNIT, "one unit of header");
+
+static kslab_lock_t slob_lock = KSLAB_LOCK_INIT;
+static struct slab *slob_lists[3];          /* small, medium, large (slob_lock) */
+
+/* Pages shared by all caches name this pseudo cache in their descriptors:
+ * objects == 0 makes SLUB's inline free test miss, so kfree() comes here. */
+static struct kmem_cache slob_pages = { .name = "slob-pages", .objects = 0, .size = 8 };
+
+/* Always odd, so it can never read as TAG_FREE. */
+static inline uint16_t used_tag(const void *obj)
+{
+    return (uint16_t)((TAG_USED ^ ((uintptr_t)obj >> 3)) | 1);
+}
+static inline struct slob_hdr *unit_at(char *page, unsigned u)
+{
+    return (struct slob_hdr *)(page + (size_t)u * UNIT);
+}
+static inline unsigned list_of(size_t bytes)
+{
+    return bytes < BREAK1 ? 0 : bytes < BREAK2 ? 1 : 2;
+}
+
+static void page_list_add(struct slab *sp, unsigned which)
+{
+    sp->pg_pad = (uint16_t)(which + 1);
+    sp->prev = NULL;
+    sp->next = slob_lists[which];
+    if (sp->next)
+        sp->next->prev = sp;
+    slob_lists[which] = sp;
+}
+
+static void page_list_del(struct slab *sp)
+{
+    unsigned which = sp->pg_pad - 1u;
+    if (sp->prev)
+        sp->prev->next = sp->next;
+    else
+        slob_lists[which] = sp->next;
+    if (sp->next)
+        sp->next->prev = sp->prev;
+    sp->next = sp->prev = NULL;
+    sp->pg_pad = 0;
+}
+
+/* slob_page_alloc(): first fit in one page; the object after the header is
+ * aligned to `align`.  Returns the object or NULL (slob_lock held). */
+static void *slob_page_alloc(struct slab *sp, unsigned units, unsigned align, uint16_t id)
+{
+    char *page = slab_address(sp);
+    unsigned prev = NO_NEXT, cur = (unsigned)(uintptr_t)sp->freelist;
+    while (cur != NO_NEXT) {
+        struct slob_hdr *h = unit_at(page, cur);
+        unsigned avail = h->units, next = h->next;
+        /* units to skip so that the object (one unit in) is aligned */
+        uintptr_t obj = (uintptr_t)(h + 1);
+        unsigned delta = (unsigned)((ALIGN_UP(obj, align) - obj) / UNIT);
+        if (avail >= delta + units) {
+            if (delta) {               /* keep the leading fragment as a free block */
+                h->units = (uint16_t)delta;
+                h->next = (uint16_t)(cur + delta);
+                prev = cur;
+                cur += delta;
+                h = unit_at(page, cur);
+                avail -= delta;
+            }
+            if (avail > units) {       /* split: the tail stays free */
+                struct slob_hdr *rest = unit_at(page, cur + units);
+                rest->units = (uint16_t)(avail - units);
+                rest->next = (uint16_t)next;
+                rest->tag = TAG_FREE;
+                next = cur + units;
+            }
+            if (prev == NO_NEXT)
+                sp->freelist = (void *)(uintptr_t)next;
+            else
+                unit_at(page, prev)->next = (uint16_t)next;
+            sp->counters.inuse -= units;   /* free units in the page */
+            h->units = (uint16_t)units;
+            h->next = 0;
+            h->id = id;
+            h->tag = used_tag(h + 1);
+            return h + 1;
+        }
+        prev = cur;
+        cur = next;
+    }
+    return NULL;
+}
+
+static void *slob_alloc_block(struct kmem_cache *s, size_t bytes, unsigned align)
+{
+    unsigned units = 1 + (unsigned)((bytes + UNIT - 1) / UNIT);
+    unsigned which = list_of(bytes);
+    if (align < UNIT)
+        align = UNIT;
+    kslab_lock(&slob_lock);
+    for (struct slab *sp = slob_lists[which]; sp; sp = sp->next) {
+        if (sp->counters.inuse < units)
+            continue;
+        void *obj = slob_page_alloc(sp, units, align, (uint16_t)s->id);
+        if (!obj)
+            continue;
+        /* next-fit: the next search starts at this page */
+        if (sp != slob_lists[which]) {
+            page_list_del(sp);
+            page_list_add(sp, which);
+        }
+        if (sp->counters.inuse == 0)
+            page_list_del(sp);         /* full */
+        kslab_unlock(&slob_lock);
+        return obj;
+    }
+    kslab_unlock(&slob_lock);
+    struct slab *sp = pages_alloc(0, &slob_pages);
+    if (!sp)
+        return NULL;
+    kslab_count(s, ALLOC_SLAB, 1);
+    /* initialise under slob_lock: kmem_cache_destroy() walks every page */
+    kslab_lock(&slob_lock);
+    struct slob_hdr *h = (struct slob_hdr *)slab_address(sp);
+    h->units = (uint16_t)PAGE_UNITS;
+    h->next = NO_NEXT;
+    h->tag = TAG_FREE;
+    sp->freelist = (void *)(uintptr_t)0;
+    sp->counters.word = 0;
+    sp->counters.inuse = PAGE_UNITS;
+    /* allocate from the fresh page before another thread can take it */
+    void *obj = slob_page_alloc(sp, units, align, (uint16_t)s->id);
+    if (sp->counters.inuse)
+        page_list_add(sp, which);
+    kslab_unlock(&slob_lock);
+    return obj;
+}
+
+/* Objects that do not fit a page get whole pages, named after their cache. */
+static bool is_big(size_t bytes)
+{
+    return bytes + UNIT > PAGE_SIZE;
+}
+
+static inline void **rcu_link(struct kmem_cache *s, void *obj)
+{
+    return (void **)((char *)obj + ALIGN_UP(s->object_size, UNIT));
+}
+
+static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    size_t bytes = kmalloc_size ? kmalloc_size : s->object_size;
+    if (s->flags & SLAB_TYPESAFE_BY_RCU) {
+        kslab_lock(&slob_lock);
+        void *obj = s->rcu_free;
+        if (obj)
+            s->rcu_free = *rcu_link(s, obj);
+        kslab_unlock(&slob_lock);
+        if (obj) {
+            kslab_count(s, ALLOC_SLOWPATH, 1);
+            if (gfp & __GFP_ZERO)
+                memset(obj, 0, s->object_size);
+            return obj;
+        }
+        bytes = ALIGN_UP(s->object_size, UNIT) + sizeof(void *);
+    }
+    /* kmalloc: power-of-two sizes naturally aligned, others 8; caches: theirs */
+    unsigned align = !kmalloc_size ? s->align : (bytes & (bytes - 1)) == 0 ? (unsigned)bytes : UNIT;
+    void *obj;
+    if (is_big(bytes)) {
+        unsigned order = 0;
+        while ((PAGE_SIZE << order) < bytes)
+            order++;
+        struct slab *sp = pages_alloc(order, s);
+        if (!sp)
+            return NULL;
+        sp->counters.word = 0;
+        sp->counters.order = (uint8_t)order;
+        kslab_count(s, ALLOC_SLAB, 1);
+        if (s->ctor)
+            s->ctor(slab_address(sp));
+        obj = slab_address(sp);
+    } else {
+        obj = slob_alloc_block(s, bytes, align);
+        if (!obj)
+            return NULL;
+        if (s->ctor)
+            s->ctor(obj);
+    }
+    atomic_fetch_add_explicit(&s->total_objects, 1, memory_order_relaxed);
+    kslab_count(s, ALLOC_SLOWPATH, 1);
+    if (gfp & __GFP_ZERO)           /* all of ksize(), as the other back-ends do */
+        memset(obj, 0, is_big(bytes) ? PAGE_SIZE << addr_desc((uintptr_t)obj)->pg_order
+                                     : (size_t)(((struct slob_hdr *)obj - 1)->units - 1) * UNIT);
+    return obj;
+}
+
+/* The used block that contains x, or NULL (slob_lock held). */
+static struct slob_hdr *block_containing(char *page, const void *x, bool *is_free)
+{
+    unsigned u = 0;
+    while (u < PAGE_UNITS) {
+        struct slob_hdr *h = unit_at(page, u);
+        if (!h->units)
+            return NULL;
+        if ((const char *)x < (char *)h + (size_t)h->units * UNIT) {
+            *is_free = h->tag == TAG_FREE;
+            return h;
+        }
+        u += h->units;
+    }
+    return NULL;
+}
+
+static const char *cache_name(unsigned id)
+{
+    struct kmem_cache *c = kslab_cache_by_id(id);
+    return c ? c->name : "(destroyed cache)";
+}
+
+static _Noreturn void slob_bad(const char *fn, struct kmem_cache *want, void *x, char *page)
+{
+    const char *wn = want ? want->name : "(any)";
+    bool is_free = false;
+    struct slob_hdr *h = block_containing(page, x, &is_free);
+    kslab_unlock(&slob_lock);
+    if (!h || is_free)
+        kslab_report("%s(%s): pointer %p is not in a live object (never allocated, or freed)",
+                     fn, wn, x);
+    kslab_report("%s(%s): pointer %p is inside object %p of cache %s, not at its start", fn,
+                 cache_name(h->id), x, (void *)(h + 1), cache_name(h->id));
+}
+
+static void slob_free(struct kmem_cache *want, void *x, const char *fn)
+{
+    if (!in_arena(x))
+        kslab_bad_free(fn, want, x);
+    struct slab *sp = addr_desc((uintptr_t)x);
+    struct kmem_cache *owner = sp->cache;
+    if (owner && owner != &slob_pages) {          /* a big object's own pages */
+        struct slab *head = addr_desc((uintptr_t)x & ~((PAGE_SIZE << sp->pg_order) - 1));
+        if (want && owner != want)
+            kslab_bad_free(fn, want, x);
+        if (head->pg_state != PG_SLAB || (void *)slab_address(head) != x)
+            kslab_bad_free(fn, want, x);
+        atomic_fetch_sub_explicit(&owner->total_objects, 1, memory_order_relaxed);
+        kslab_count(owner, FREE_SLOWPATH, 1);
+        kslab_count(owner, FREE_SLAB, 1);
+        pages_free(head, head->pg_order);
+        return;
+    }
+    if (!owner)
+        kslab_bad_free(fn, want, x);
+    char *page = slab_address(sp);
+    kslab_lock(&slob_lock);
+    struct slob_hdr *h = (struct slob_hdr *)x - 1;
+    if ((char *)x - page < (ptrdiff_t)UNIT || ((uintptr_t)x & (UNIT - 1)))
+        slob_bad(fn, want, x, page);
+    if (h->tag == TAG_FREE) {
+        /* the header of a freed block survives coalescing until the memory
+         * is handed out again: this object was freed already */
+        kslab_unlock(&slob_lock);
+        kslab_report("double free of object %p in cache %s", x, cache_name(h->id));
+    }
+    if (h->tag != used_tag(x))
+        slob_bad(fn, want, x, page);
+    struct kmem_cache *s = want ? want : kslab_cache_by_id(h->id);
+    if (want && h->id != want->id) {
+        kslab_unlock(&slob_lock);
+        kslab_report("%s(%s): object %p belongs to cache %s, not %s", fn, want->name, x,
+                     cache_name(h->id), want->name);
+    }
+    if (s && (s->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0) {
+        void *top = s->rcu_free;
+        if (top == x) {
+            kslab_unlock(&slob_lock);
+            kslab_report("double free of object %p in cache %s", x, s->name);
+        }
+        *rcu_link(s, x) = top;        /* stays this cache's: type-safe for stale readers */
+        s->rcu_free = x;
+        kslab_unlock(&slob_lock);
+        kslab_count(s, FREE_SLOWPATH, 1);
+        return;
+    }
+    /* put the block back in address order and coalesce */
+    unsigned u = (unsigned)(((char *)h - page) / UNIT), units = h->units;
+    bool was_full = sp->counters.inuse == 0;
+    sp->counters.inuse += units;
+    unsigned prev = NO_NEXT, cur = (unsigned)(uintptr_t)sp->freelist;
+    if (was_full)
+        cur = NO_NEXT;
+    while (cur != NO_NEXT && cur < u) {
+        prev = cur;
+        cur = unit_at(page, cur)->next;
+    }
+    h->tag = TAG_FREE;
+    h->next = (uint16_t)cur;
+    if (cur != NO_NEXT && u + h->units == cur) {          /* merge with the next */
+        struct slob_hdr *n = unit_at(page, cur);
+        h->units = (uint16_t)(h->units + n->units);
+        h->next = n->next;
+    }
+    if (prev != NO_NEXT) {
+        struct slob_hdr *p = unit_at(page, prev);
+        if (prev + p->units == u) {                        /* merge with the previous */
+            p->units = (uint16_t)(p->units + h->units);
+            p->next = h->next;
+        } else {
+            p->next = (uint16_t)u;
+        }
+    } else {
+        sp->freelist = (void *)(uintptr_t)u;
+    }
+    struct slab *release = NULL;
+    if (sp->counters.inuse == PAGE_UNITS) {               /* entirely free */
+        if (!was_full)
+            page_list_del(sp);
+        release = sp;
+    } else if (was_full) {
+        page_list_add(sp, list_of((size_t)(units - 1) * UNIT));
+    }
+    kslab_unlock(&slob_lock);
+    if (s) {
+        atomic_fetch_sub_explicit(&s->total_objects, 1, memory_order_relaxed);
+        kslab_count(s, FREE_SLOWPATH, 1);
+        if (release)
+            kslab_count(s, FREE_SLAB, 1);
+    }
+    if (release)
+        pages_free(release, 0);
+}
+
+static size_t slob_ksize(const void *x)
+{
+    struct slab *sp = addr_desc((uintptr_t)x);
+    if (sp->cache && sp->cache != &slob_pages) {
+        struct slab *head = addr_desc((uintptr_t)x & ~((PAGE_SIZE << sp->pg_order) - 1));
+        if (head->pg_state == PG_SLAB && (void *)slab_address(head) == x)
+            return PAGE_SIZE << head->pg_order;
+        kslab_bad_free("ksize", NULL, x);
+    }
+    const struct slob_hdr *h = (const struct slob_hdr *)x - 1;
+    if (!sp->cache || ((uintptr_t)x & (PAGE_SIZE - 1)) < UNIT || h->tag != used_tag(x))
+        kslab_bad_free("ksize", NULL, x);
+    return (size_t)(h->units - 1) * UNIT;
+}
+
+static int slob_cache_init(struct kmem_cache *s)
+{
+    s->size = (uint32_t)ALIGN_UP(s->object_size, UNIT);
+    /* As aligned as SLUB's stride makes a merged alias expect: the largest
+     * power of two dividing the size (kmalloc-128 objects are 128-aligned). */
+    unsigned low = s->size & -s->size;
+    if (low > PAGE_SIZE)
+        low = PAGE_SIZE;
+    if (low > s->align)
+        s->align = low;
+    s->offset = 0;
+    s->order = 0;
+    s->objects = 0;                /* SLUB's inline free test always misses */
+    s->slab_mask = ~(PAGE_SIZE - 1);
+    s->inv = 1;
+    s->shift = 0;
+    return s->object_size > (PAGE_SIZE << MAX_PAGE_ORDER) ? -1 : 0;
+}
+
+static void slob_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
+{
+}
+
+static int slob_shrink(struct kmem_cache *s)
+{
+    pages_release_all();
+    return 0;
+}
+
+/* Tear a cache down: free every block that still carries its id (its pages
+ * are shared, so the blocks are found by walking the pages on the lists and
+ * the full pages through the page layer). */
+struct slob_walk { struct kmem_cache *s; void *objs[256]; unsigned n; long total; };
+
+static void slob_collect_page(struct slab *sp, void *arg)
+{
+    struct slob_walk *w = arg;
+    char *page = slab_address(sp);
+    kslab_lock(&slob_lock);          /* pages_lock -> slob_lock: nobody nests the other way */
+    for (unsigned u = 0; u < PAGE_UNITS && w->n < 256;) {
+        struct slob_hdr *h = unit_at(page, u);
+        if (!h->units)
+            break;
+        if (h->tag == used_tag(h + 1) && h->id == w->s->id)
+            w->objs[w->n++] = h + 1;
+        u += h->units;
+    }
+    kslab_unlock(&slob_lock);
+}
+
+static void slob_collect_big(struct slab *sp, void *arg)
+{
+    struct slob_walk *w = arg;
+    if (w->n < 256)
+        w->objs[w->n++] = slab_address(sp);
+}
+
+static long slob_destroy(struct kmem_cache *s)
+{
+    struct slob_walk w = { .s = s };
+    s->rcu_free = NULL;              /* its objects are still used blocks: freed below */
+    do {
+        w.n = 0;
+        pages_for_each_slab(&slob_pages, slob_collect_page, &w);
+        pages_for_each_slab(s, slob_collect_big, &w);
+        for (unsigned i = 0; i < w.n; i++)
+            slob_free(s, w.objs[i], "kmem_cache_destroy");
+        w.total += w.n;
+    } while (w.n == 256);
+    return w.total;
+}
+
+static void slob_atfork(int phase)
+{
+    if (phase == 0)
+        kslab_lock(&slob_lock);
+    else if (phase == 1)
+        kslab_unlock(&slob_lock);
+    else
+        kslab_lock_reinit(&slob_lock);
+}
+
+const struct kslab_backend slob_backend = {
+    .name = "slob",
+    .cache_init = slob_cache_init,
+    .alloc = slob_alloc,
+    .free = slob_free,
+    .ksize = slob_ksize,
+    .flush_thread = slob_flush_thread,
+    .shrink = slob_shrink,
+    .destroy = slob_destroy,
+    .tunables = NULL,
+    .atfork = slob_atfork,
+};
+
+#ifdef KSLAB_SLOB_DEBUG
+/* Debug: check every page's block chain and free list. */
+static void check_page(struct slab *sp, void *arg)
+{
+    char *page = slab_address(sp);
+    unsigned u = 0, freeu = 0, nfree = 0;
+    while (u < PAGE_UNITS) {
+        struct slob_hdr *h = unit_at(page, u);
+        if (!h->units) { fprintf(stderr, "zero units at %u\n", u); abort(); }
+        if (h->tag == TAG_FREE) { freeu += h->units; nfree++; }
+        else if (h->tag != used_tag(h + 1)) { fprintf(stderr, "bad tag at %u page %p\n", u, page); abort(); }
+        u += h->units;
+    }
+    if (u != PAGE_UNITS) { fprintf(stderr, "overrun %u\n", u); abort(); }
+    if (freeu != sp->counters.inuse) { fprintf(stderr, "free units %u vs %u page %p\n", freeu, sp->counters.inuse, page); abort(); }
+    unsigned cur = sp->counters.inuse ? (unsigned)(uintptr_t)sp->freelist : NO_NEXT, n = 0, last = 0;
+    while (cur != NO_NEXT) { if (n && cur <= last) { fprintf(stderr, "unsorted\n"); abort(); } struct slob_hdr *h = unit_at(page, cur); if (h->tag != TAG_FREE) { fprintf(stderr, "list hits used block %u page %p\n", cur, page); abort(); } last = cur; cur = h->next; n++; }
+    if (n != nfree) { fprintf(stderr, "list %u vs blocks %u page %p\n", n, nfree, page); abort(); }
+}
+void kslab_slob_check(void)
+{
+    pages_for_each_slab(&slob_pages, check_page, NULL);
+}
+#endif
+#ifdef KSLAB_SLOB_DEBUG
+void kslab_slob_dump(void *addr)
+{
+    struct slab *sp = addr_desc((uintptr_t)addr);
+    char *page = slab_address(sp);
+    fprintf(stderr, "page %p freeunits %u first %lu:", page, sp->counters.inuse, (unsigned long)(uintptr_t)sp->freelist);
+    for (unsigned u = 0; u < PAGE_UNITS;) { struct slob_hdr *h = unit_at(page, u); fprintf(stderr, " [%u %s %u n%u]", u, h->tag == TAG_FREE ? "F" : "U", h->units, h->next); if (!h->units) break; u += h->units; }
+    fprintf(stderr, "\n");
+}
+#endif
+#ifdef KSLAB_SLOB_DEBUG
+static void dump_cb(struct slab *sp, void *arg) { kslab_slob_dump(slab_address(sp)); }
+void kslab_slob_dump_all(void) { pages_for_each_slab(&slob_pages, dump_cb, NULL); }
+#endif

@@ -185,6 +185,7 @@ static void bulk_double_later(void *a)
 {
     void *p[4], *q[1];
     struct kmem_cache *c = kmem_cache_create("bulk_dbl2", 100, 0, SLAB_NO_MERGE, NULL);
+    (void)!kmem_cache_alloc(c, GFP_KERNEL);   /* a neighbour keeps the page alive (SLOB) */
     kmem_cache_alloc_bulk(c, GFP_KERNEL, 4, p);
     q[0] = p[0];                 /* freed last: the head of the cpu freelist */
     kmem_cache_free_bulk(c, 4, p);

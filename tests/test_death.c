@@ -29,7 +29,9 @@ static void wrong_cache_order(void *a)   /* caches with different slab orders */
 }
 static void double_free_fast(void *a)
 {
+    void *keep = kmalloc(32, GFP_KERNEL);     /* a neighbour keeps the page alive (SLOB) */
     void *p = kmalloc(32, GFP_KERNEL);
+    (void)keep;
     kfree(p);
     kfree(p);
 }
