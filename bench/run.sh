@@ -14,7 +14,7 @@ LIBDIR=/usr/lib/x86_64-linux-gnu
 declare -A PEER=( [glibc]="" [jemalloc]="$LIBDIR/libjemalloc.so.2"
                   [mimalloc]="$LIBDIR/libmimalloc.so.2" [tcmalloc]="$LIBDIR/libtcmalloc_minimal.so.4" )
 PEERS="glibc jemalloc mimalloc tcmalloc"
-BACKENDS="slub"          # kslab back-ends (KSLAB_ALLOCATOR values) to compare
+BACKENDS="slub slab slob slob-seg"   # kslab back-ends (KSLAB_ALLOCATOR values) to compare
 peer_ok() { [ -z "${PEER[$1]}" ] || [ -e "${PEER[$1]}" ]; }
 run_peer() {  # run_peer NAME CMD...: CMD under the peer's malloc
   local p=$1; shift

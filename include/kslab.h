@@ -163,6 +163,8 @@ KSLAB_API struct kmem_cache *kslab_kmalloc_cache(size_t size);
 KSLAB_API size_t kslab_slab_descriptor_size(void);
 /* Pages (4 KiB) currently held by slabs of all caches: the "Slab:" line. */
 KSLAB_API uint64_t kslab_pages_in_use(void);
+/* The most pages slabs ever held at once. */
+KSLAB_API uint64_t kslab_pages_peak(void);
 /* Testing hook: make the next n mappings of memory from the OS fail (n > 0),
  * all of them until disarmed (n < 0), or none (0).  Reaches the
  * out-of-memory paths in tests. */

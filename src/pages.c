@@ -31,6 +31,7 @@ static kslab_lock_t pages_lock = KSLAB_LOCK_INIT;
 static struct slab *free_area[MAX_PAGE_ORDER + 1];   /* buddy free lists (pages_lock) */
 static struct arena *arenas;                          /* all arenas (pages_lock) */
 static _Atomic uint64_t pages_in_use;                  /* relaxed: a statistic */
+static _Atomic uint64_t pages_peak;                    /* relaxed: a statistic */
 
 /* Recently freed blocks, still backed by memory, kept per order (LIFO,
  * linked by ->next) so that slab churn does not pay a page fault and zeroing
@@ -46,6 +47,11 @@ static kslab_lock_t map_lock = KSLAB_LOCK_INIT;        /* serialises L2 table cr
 uint64_t kslab_pages_in_use(void)
 {
     return atomic_load_explicit(&pages_in_use, memory_order_relaxed);
+}
+
+uint64_t kslab_pages_peak(void)
+{
+    return atomic_load_explicit(&pages_peak, memory_order_relaxed);
 }
 
 /* Set the entries of [p, p + bytes) to v.  Returns false if an L2 table
@@ -165,7 +171,13 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
 found:
     block_set(b, order, cache);
     kslab_unlock(&pages_lock);
-    atomic_fetch_add_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
+    uint64_t now = atomic_fetch_add_explicit(&pages_in_use, 1u << order, memory_order_relaxed) +
+                   (1u << order);
+    uint64_t peak = atomic_load_explicit(&pages_peak, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&pages_peak, &peak, now,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed))
+        ;
     return b;
 }
 
