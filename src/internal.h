@@ -195,6 +195,7 @@ struct large_hdr {
     size_t map_len;
 };
 void *large_alloc(size_t size);
+void *large_alloc_aligned(size_t size, size_t align);   /* align: a power of two */
 void large_free(struct large_hdr *h, const void *p);
 
 /* ---- caches ---------------------------------------------------------------- */
@@ -350,7 +351,14 @@ struct kslab_backend {
     void (*tunables)(struct kmem_cache *s, unsigned out[4]);
     /* fork: take / release / reset the back-end's own global locks (optional) */
     void (*atfork)(int phase);                  /* 0 prepare, 1 parent, 2 child */
+    /* kmalloc with an alignment no size class gives (optional: SLOB) */
+    void *(*kmalloc_aligned)(size_t size, size_t align, gfp_t gfp);
 };
+/* Private gfp bit: "malloc semantics", 16-byte alignment is enough (SLOB
+ * otherwise aligns power-of-two kmalloc sizes naturally). */
+#define KSLAB_GFP_MALLOC 0x80000000u
+/* kmalloc() aligned to `align` (a power of two): the malloc drop-in's core. */
+void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp);
 extern const struct kslab_backend *kslab_be;
 extern bool kslab_slub;                                 /* kslab_be is SLUB */
 extern const struct kslab_backend slub_backend, slab_backend, slob_backend, slob_seg_backend;

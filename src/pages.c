@@ -294,10 +294,16 @@ static struct kmem_cache *large_hdr_cache(void)
 
 void *large_alloc(size_t size)
 {
-    if (size > ((size_t)1 << 46))
+    return large_alloc_aligned(size, 0);
+}
+
+void *large_alloc_aligned(size_t size, size_t align)
+{
+    if (size > ((size_t)1 << 46) || align > ((size_t)1 << 40))
         return NULL;
     size_t bytes = ALIGN_UP(size, PAGE_SIZE);
-    size_t align = CHUNK_SIZE;
+    if (align < CHUNK_SIZE)
+        align = CHUNK_SIZE;
     if ((size & (size - 1)) == 0 && size > align)
         align = size;
     struct large_hdr *h = kmem_cache_alloc(large_hdr_cache(), GFP_KERNEL);

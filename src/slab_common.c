@@ -53,9 +53,9 @@ const char *kslab_allocator_name(void)
 
 void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    kslab_ensure_init();          /* first: it reads KSLAB_ALLOCATOR */
     if (likely(kslab_slub))
         return __slub_alloc(s, gfp);
-    kslab_ensure_init();
     for (;;) {
         void *p = kslab_be->alloc(s, gfp, kmalloc_size);
         if (likely(p) || !(gfp & __GFP_NOFAIL))
@@ -357,11 +357,13 @@ void kslab_init(void)
     read_options();
     if (pthread_key_create(&thread_key, thread_destructor))
         kslab_report("cannot create the thread-exit key");
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     kslab_lock(&cache_lock);
     for (int i = KMALLOC_CLASSES - 1; i >= 0; i--) {
+        unsigned size = kmalloc_sizes[i];
         id_alloc();
-        if (cache_setup(kmalloc_caches[i], kmalloc_names[i], kmalloc_sizes[i], 0, 0, NULL,
+        /* power-of-two classes naturally aligned, as the kernel creates them */
+        if (cache_setup(kmalloc_caches[i], kmalloc_names[i], size,
+                        (size & (size - 1)) == 0 ? size : 0, 0, NULL,
                         KMALLOC_CLASSES - 1 - i) == 0)
             kmalloc_caches[i]->is_kmalloc = true;
     }
@@ -371,6 +373,9 @@ void kslab_init(void)
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */
     atomic_store_explicit(&kslab_initialised, 1, memory_order_release);
+    /* Last, once allocation works: glibc's pthread_atfork may call malloc,
+     * which (as libkslab-malloc) is us. */
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     kslab_unlock(&init_lock);
 }
 
@@ -637,6 +642,7 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     size_t done = slub_alloc_bulk_fast(s, size, p);
     if (likely(done == size && !(gfp & __GFP_ZERO)))
         return (int)size;       /* size == 0 returns 0 here */
+    kslab_ensure_init();
     if (likely(kslab_slub))
         return slub_alloc_bulk(s, gfp, size, done, p);
     for (; done < size; done++) {  /* other back-ends: one by one, all or nothing */
@@ -776,6 +782,26 @@ void kfree(const void *x)
     if (likely(slub_free_fast(s, (void *)x)))
         return;
     kmem_cache_free_slow(s, (void *)x, "kfree", false);
+}
+
+void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
+{
+    if (align < 16)
+        align = 16;                  /* what malloc promises: max_align_t */
+    if (kslab_be->kmalloc_aligned) {
+        kslab_ensure_init();
+        return kslab_be->kmalloc_aligned(size, align, gfp);
+    }
+    /* Size classes from 16 up are multiples of 16; a request rounded up to
+     * a multiple of align lands in a class whose objects are aligned to it
+     * (pow2 classes are naturally aligned, 96 and 192 to 32 and 64). */
+    size_t want = ALIGN_UP(size ? size : 1, align);
+    if (want < size)
+        return NULL;
+    if (want <= KMALLOC_MAX_CACHE_SIZE)
+        return kmalloc(want, gfp);
+    kslab_ensure_init();
+    return large_alloc_aligned(size, align > PAGE_SIZE ? align : 0);
 }
 
 size_t ksize(const void *x)

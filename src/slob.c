@@ -69,25 +69,35 @@ static inline unsigned list_of(size_t bytes)
     return bytes < BREAK1 ? 0 : bytes < BREAK2 ? 1 : 2;
 }
 
+/* The lists are circular, so next-fit is a rotation: starting the next search
+ * at the page that just succeeded moves the pages skipped on the way to the
+ * back, as the kernel's list_move_tail() of the list head does. */
 static void page_list_add(struct slab *sp, unsigned which)
 {
+    struct slab *head = slob_lists[which];
     sp->pg_pad = (uint16_t)(which + 1);
-    sp->prev = NULL;
-    sp->next = slob_lists[which];
-    if (sp->next)
-        sp->next->prev = sp;
+    if (!head) {
+        sp->next = sp->prev = sp;
+    } else {                          /* in front of the head: the new head */
+        sp->next = head;
+        sp->prev = head->prev;
+        head->prev->next = sp;
+        head->prev = sp;
+    }
     slob_lists[which] = sp;
 }
 
 static void page_list_del(struct slab *sp)
 {
     unsigned which = sp->pg_pad - 1u;
-    if (sp->prev)
+    if (sp->next == sp) {
+        slob_lists[which] = NULL;
+    } else {
         sp->prev->next = sp->next;
-    else
-        slob_lists[which] = sp->next;
-    if (sp->next)
         sp->next->prev = sp->prev;
+        if (slob_lists[which] == sp)
+            slob_lists[which] = sp->next;
+    }
     sp->next = sp->prev = NULL;
     sp->pg_pad = 0;
 }
@@ -144,24 +154,22 @@ static void *slob_alloc_block(struct kmem_cache *s, size_t bytes, unsigned align
     if (align < UNIT)
         align = UNIT;
     kslab_lock(&slob_lock);
-    for (struct slab *sp = slob_lists[which]; sp; sp = sp->next) {
-        if (sp->counters.inuse < units)
-            continue;
-        void *obj = slob_page_alloc(sp, units, align, (uint16_t)s->id);
-        if (!obj)
-            continue;
-        /* next-fit: the next search starts at this page */
-        if (sp != slob_lists[which]) {
-            page_list_del(sp);
-            page_list_add(sp, which);
+    struct slab *head = slob_lists[which], *sp = head;
+    while (sp) {
+        struct slab *next = sp->next == head ? NULL : sp->next;
+        void *obj = sp->counters.inuse >= units
+                        ? slob_page_alloc(sp, units, align, (uint16_t)s->id) : NULL;
+        if (obj) {
+            slob_lists[which] = sp;    /* next-fit: the next search starts here */
+            if (sp->counters.inuse == 0)
+                page_list_del(sp);     /* full */
+            kslab_unlock(&slob_lock);
+            return obj;
         }
-        if (sp->counters.inuse == 0)
-            page_list_del(sp);         /* full */
-        kslab_unlock(&slob_lock);
-        return obj;
+        sp = next;
     }
     kslab_unlock(&slob_lock);
-    struct slab *sp = pages_alloc(0, &slob_pages);
+    sp = pages_alloc(0, &slob_pages);
     if (!sp)
         return NULL;
     kslab_count(s, ALLOC_SLAB, 1);
@@ -210,10 +218,14 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         }
         bytes = ALIGN_UP(s->object_size, UNIT) + sizeof(void *);
     }
-    /* kmalloc: power-of-two sizes naturally aligned, others 8; caches: theirs */
-    unsigned align = !kmalloc_size ? s->align : (bytes & (bytes - 1)) == 0 ? (unsigned)bytes : UNIT;
+    /* kmalloc: power-of-two sizes naturally aligned, others 8 (malloc: 16);
+     * caches: their own */
+    unsigned align = !kmalloc_size ? s->align : (gfp & KSLAB_GFP_MALLOC) ? 16
+                   : (bytes & (bytes - 1)) == 0 ? (unsigned)bytes : UNIT;
     void *obj;
-    if (is_big(bytes)) {
+    /* its own pages if it cannot fit a page with the worst alignment padding */
+    bool big = is_big(bytes + (align > UNIT ? align - UNIT : 0));
+    if (big) {
         unsigned order = 0;
         while ((PAGE_SIZE << order) < bytes)
             order++;
@@ -236,7 +248,7 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     atomic_fetch_add_explicit(&s->total_objects, 1, memory_order_relaxed);
     kslab_count(s, ALLOC_SLOWPATH, 1);
     if (gfp & __GFP_ZERO)           /* all of ksize(), as the other back-ends do */
-        memset(obj, 0, is_big(bytes) ? PAGE_SIZE << addr_desc((uintptr_t)obj)->pg_order
+        memset(obj, 0, big ? PAGE_SIZE << addr_desc((uintptr_t)obj)->pg_order
                                      : (size_t)(((struct slob_hdr *)obj - 1)->units - 1) * UNIT);
     return obj;
 }
@@ -463,6 +475,25 @@ static long slob_destroy(struct kmem_cache *s)
     return w.total;
 }
 
+/* malloc's aligned requests: one block of the exact size, aligned.  The
+ * kmalloc class of the size names the block (for counters and messages). */
+static void *slob_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
+{
+    size_t bytes = size ? size : 1;
+    struct kmem_cache *s = kslab_kmalloc_cache(bytes <= KMALLOC_MAX_CACHE_SIZE ? bytes
+                                                                             : KMALLOC_MAX_CACHE_SIZE);
+    if (bytes + align + UNIT > PAGE_SIZE)   /* with the worst alignment padding */
+        return large_alloc_aligned(bytes, align > PAGE_SIZE ? align : 0);
+    void *obj = slob_alloc_block(s, bytes, (unsigned)align);
+    if (!obj)
+        return NULL;
+    atomic_fetch_add_explicit(&s->total_objects, 1, memory_order_relaxed);
+    kslab_count(s, ALLOC_SLOWPATH, 1);
+    if (gfp & __GFP_ZERO)
+        memset(obj, 0, (size_t)(((struct slob_hdr *)obj - 1)->units - 1) * UNIT);
+    return obj;
+}
+
 static void slob_atfork(int phase)
 {
     if (phase == 0)
@@ -484,6 +515,7 @@ const struct kslab_backend slob_backend = {
     .destroy = slob_destroy,
     .tunables = NULL,
     .atfork = slob_atfork,
+    .kmalloc_aligned = slob_kmalloc_aligned,
 };
 
 #ifdef KSLAB_SLOB_DEBUG

@@ -1,0 +1,206 @@
+/*
+ * malloc.c - libkslab-malloc.so: the C allocation functions (and the C++
+ * operator new/delete family) on top of kslab's kmalloc, so any program runs
+ * on it with LD_PRELOAD.  The back-end is chosen by KSLAB_ALLOCATOR as usual.
+ *
+ * Conventions follow glibc's: every pointer is 16-byte aligned; malloc(0)
+ * returns a unique pointer; realloc(p, 0) frees p and returns NULL; failures
+ * set errno to ENOMEM; posix_memalign with a bad alignment returns EINVAL and
+ * leaves *memptr alone; memalign rounds a non-power-of-two alignment up.
+ * Bad frees (double, foreign, interior) are reported like kfree()'s.
+ *
+ * It is safe before constructors run (kslab initialises itself on first use
+ * and reads its options without allocating), inside TLS destructors and
+ * atexit handlers, across fork, and with dlopen: kslab's only TLS is one
+ * 8-byte initial-exec pointer.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static inline void *enomem(void *p)
+{
+    if (unlikely(!p))
+        errno = ENOMEM;
+    return p;
+}
+
+EXPORT void *malloc(size_t n)
+{
+    /* kmalloc-8 is the only class not 16-byte aligned; 0 gets a unique object */
+    return enomem(kmalloc(n < 16 ? 16 : n, GFP_KERNEL | KSLAB_GFP_MALLOC));
+}
+
+EXPORT void free(void *p)
+{
+    kfree(p);
+}
+
+EXPORT void *calloc(size_t n, size_t m)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(n, m, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return enomem(kmalloc(bytes < 16 ? 16 : bytes, GFP_KERNEL | __GFP_ZERO | KSLAB_GFP_MALLOC));
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    if (!p)
+        return malloc(n);
+    if (n == 0) {                       /* glibc: frees and returns NULL */
+        kfree(p);
+        return NULL;
+    }
+    size_t have = ksize(p);
+    if (n <= have && (n >= have / 2 || have <= 16))
+        return p;                       /* fits, and not wasting more than half */
+    void *q = malloc(n);
+    if (!q)
+        return NULL;                    /* p is left alone */
+    memcpy(q, p, n < have ? n : have);
+    kfree(p);
+    return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(n, m, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, bytes);
+}
+
+static inline bool pow2(size_t a)
+{
+    return a && !(a & (a - 1));
+}
+
+EXPORT int posix_memalign(void **memptr, size_t align, size_t n)
+{
+    if (!pow2(align) || align % sizeof(void *))
+        return EINVAL;                  /* *memptr untouched */
+    void *p = kslab_kmalloc_aligned(n, align, GFP_KERNEL);
+    if (!p)
+        return ENOMEM;
+    *memptr = p;
+    return 0;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    if (!pow2(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return enomem(kslab_kmalloc_aligned(n, align, GFP_KERNEL));
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+    if (!pow2(align)) {                 /* glibc rounds up to a power of two */
+        size_t a = 1;
+        while (a < align && a)
+            a <<= 1;
+        if (!a) {
+            errno = EINVAL;
+            return NULL;
+        }
+        align = a;
+    }
+    return enomem(kslab_kmalloc_aligned(n, align, GFP_KERNEL));
+}
+
+EXPORT void *valloc(size_t n)
+{
+    return memalign(PAGE_SIZE, n);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+    size_t r = ALIGN_UP(n ? n : 1, PAGE_SIZE);
+    if (r < n) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return memalign(PAGE_SIZE, r);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    return p ? ksize(p) : 0;
+}
+
+EXPORT void free_sized(void *p, size_t n)
+{
+    kfree(p);
+}
+
+EXPORT void free_aligned_sized(void *p, size_t align, size_t n)
+{
+    kfree(p);
+}
+
+/* ---- C++ operator new / delete (Itanium ABI names) ------------------------ */
+
+typedef void (*new_handler_t)(void);
+extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak));
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+
+/* operator new never returns NULL: on failure it calls the new-handler (which
+ * may free memory or throw) and retries; with no handler it throws
+ * std::bad_alloc through libstdc++'s std::__throw_bad_alloc (this file is
+ * built with -fexceptions so the exception unwinds through it). */
+static void *cxx_new(size_t n, size_t align)
+{
+    for (;;) {
+        void *p = align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL)
+                        : kmalloc(n < 16 ? 16 : n, GFP_KERNEL | KSLAB_GFP_MALLOC);
+        if (likely(p))
+            return p;
+        new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+        if (h) {
+            h();
+            continue;
+        }
+        if (_ZSt17__throw_bad_allocv)
+            _ZSt17__throw_bad_allocv();
+        kslab_report("operator new(%zu): out of memory", n);
+    }
+}
+
+static void *cxx_new_nothrow(size_t n, size_t align)
+{
+    return align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL) : malloc(n);
+}
+
+typedef struct { char c; } nothrow_t;
+
+EXPORT void *_Znwm(size_t n) { return cxx_new(n, 0); }
+EXPORT void *_Znam(size_t n) { return cxx_new(n, 0); }
+EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *t) { return cxx_new_nothrow(n, 0); }
+EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *t) { return cxx_new_nothrow(n, 0); }
+EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a); }
+EXPORT void *_ZnamSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a); }
+EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { return cxx_new_nothrow(n, a); }
+EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { return cxx_new_nothrow(n, a); }
+EXPORT void _ZdlPv(void *p) { kfree(p); }
+EXPORT void _ZdaPv(void *p) { kfree(p); }
+EXPORT void _ZdlPvm(void *p, size_t n) { kfree(p); }
+EXPORT void _ZdaPvm(void *p, size_t n) { kfree(p); }
+EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { kfree(p); }
+EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { kfree(p); }
+EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { kfree(p); }
+EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { kfree(p); }
+EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { kfree(p); }
+EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { kfree(p); }
+EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { kfree(p); }
+EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { kfree(p); }

@@ -1,0 +1,202 @@
+/* test_malloc.c - the drop-in's API and glibc's conventions.  Run under
+ * LD_PRELOAD=libkslab-malloc.so (CTest sets it); checks first that malloc
+ * really is kslab's. */
+#define _GNU_SOURCE
+#include "check.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+
+static volatile size_t huge = SIZE_MAX / 2;     /* no compile-time size warnings */
+
+static void *(*volatile vmalloc_)(size_t) = malloc;   /* keep calls real */
+
+static void test_is_kslab(void)
+{
+    uint64_t (*pages)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "kslab_pages_in_use");
+    CHECK(pages != NULL);
+    if (!pages) {
+        fprintf(stderr, "libkslab-malloc.so is not preloaded\n");
+        exit(1);
+    }
+    void *p[1000];
+    for (int i = 0; i < 1000; i++)
+        p[i] = vmalloc_(100);
+    CHECK(pages() > 0);
+    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
+    CHECK(slabinfo != NULL);
+    for (int i = 0; i < 1000; i++)
+        free(p[i]);
+}
+
+static void test_malloc_free(void)
+{
+    void *z1 = vmalloc_(0), *z2 = vmalloc_(0);
+    CHECK(z1 && z2 && z1 != z2);                  /* glibc: unique pointers */
+    free(z1);
+    free(z2);
+    free(NULL);
+    for (size_t n = 1; n < 70000; n = n * 3 / 2 + 1) {
+        unsigned char *p = vmalloc_(n);
+        CHECK(p != NULL);
+        CHECK_EQ((uintptr_t)p % 16, 0);
+        CHECK(malloc_usable_size(p) >= n);
+        memset(p, 0xa5, n);
+        free(p);
+    }
+    CHECK_EQ(malloc_usable_size(NULL), 0);
+    errno = 0;
+    CHECK(vmalloc_(huge) == NULL && errno == ENOMEM);
+}
+
+static void test_calloc_realloc(void)
+{
+    unsigned char *d = vmalloc_(1000);
+    memset(d, 0xff, 1000);
+    free(d);
+    unsigned char *c = calloc(250, 4);
+    int nz = 0;
+    for (int i = 0; i < 1000; i++)
+        nz += c[i] != 0;
+    CHECK_EQ(nz, 0);
+    free(c);
+    errno = 0;
+    CHECK(calloc(huge, 3) == NULL && errno == ENOMEM);
+    char *r = realloc(NULL, 10);                   /* NULL: malloc */
+    CHECK(r != NULL);
+    strcpy(r, "kslab!");
+    r = realloc(r, 5000);
+    CHECK(r && strcmp(r, "kslab!") == 0);
+    r = realloc(r, 100000);
+    CHECK(r && strcmp(r, "kslab!") == 0);
+    r = realloc(r, 7);                             /* shrink keeps the prefix */
+    CHECK(r && memcmp(r, "kslab!", 7) == 0);
+    CHECK(realloc(r, 0) == NULL);                  /* glibc: frees, returns NULL */
+    errno = 0;
+    void *keep = vmalloc_(8);
+    CHECK(realloc(keep, huge) == NULL && errno == ENOMEM);
+    free(keep);                                    /* still valid */
+    errno = 0;
+    CHECK(reallocarray(NULL, huge, 4) == NULL && errno == ENOMEM);
+    int *a = reallocarray(NULL, 100, sizeof(int));
+    CHECK(a != NULL);
+    free(a);
+}
+
+static void test_aligned(void)
+{
+    void *p = (void *)0x1234;
+    CHECK_EQ(posix_memalign(&p, 24, 100), EINVAL);
+    CHECK(p == (void *)0x1234);                    /* untouched */
+    CHECK_EQ(posix_memalign(&p, 4, 100), EINVAL);  /* not a multiple of sizeof(void *) */
+    for (size_t al = 8; al <= (1u << 22); al <<= 1)
+        for (size_t n = 1; n <= 20000; n = n * 7 + 3) {
+            void *q = NULL;
+            CHECK_EQ(posix_memalign(&q, al, n), 0);
+            CHECK(q && (uintptr_t)q % al == 0 && malloc_usable_size(q) >= n);
+            memset(q, 1, n);
+            free(q);
+        }
+    errno = 0;
+    CHECK(aligned_alloc(24, 48) == NULL && errno == EINVAL);
+    void *q = aligned_alloc(64, 100);
+    CHECK(q && (uintptr_t)q % 64 == 0);
+    free(q);
+    q = memalign(48, 100);                         /* rounded up to 64 */
+    CHECK(q && (uintptr_t)q % 64 == 0);
+    free(q);
+    q = valloc(10);
+    CHECK(q && (uintptr_t)q % 4096 == 0);
+    free(q);
+    q = pvalloc(5000);
+    CHECK(q && (uintptr_t)q % 4096 == 0 && malloc_usable_size(q) >= 8192);
+    free(q);
+    /* C23's free_sized / free_aligned_sized (glibc 2.36 has neither) */
+    void (*fs)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+    void (*fas)(void *, size_t, size_t) =
+        (void (*)(void *, size_t, size_t))dlsym(RTLD_DEFAULT, "free_aligned_sized");
+    CHECK(fs && fas);
+    if (fs && fas) {
+        q = vmalloc_(300);
+        fs(q, 300);
+        q = aligned_alloc(256, 512);
+        fas(q, 256, 512);
+    }
+}
+
+/* allocation in TLS destructors, at thread exit, and in atexit handlers */
+static pthread_key_t key;
+static void tls_dtor(void *v)
+{
+    free(v);
+    void *again = vmalloc_(64);                    /* allocate inside a TLS destructor */
+    memset(again, 1, 64);
+    free(again);
+}
+static __thread char *tls_buf;
+static void *thread_fn(void *arg)
+{
+    pthread_setspecific(key, vmalloc_(128));
+    tls_buf = vmalloc_(4096);
+    for (int i = 0; i < 1000; i++)
+        free(vmalloc_(i * 7 + 1));
+    free(tls_buf);
+    return vmalloc_(32);                           /* freed by the main thread */
+}
+static void at_exit(void)
+{
+    char *p = vmalloc_(1000);
+    memset(p, 2, 1000);
+    free(p);
+}
+
+static void test_threads_fork_dlopen(void)
+{
+    pthread_key_create(&key, tls_dtor);
+    atexit(at_exit);
+    for (int round = 0; round < 20; round++) {
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&t[i], NULL, thread_fn, NULL);
+        for (int i = 0; i < 4; i++) {
+            void *ret;
+            pthread_join(t[i], &ret);
+            free(ret);
+        }
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        void *v[1000];
+        for (int i = 0; i < 1000; i++)
+            v[i] = vmalloc_(i + 1);
+        for (int i = 0; i < 1000; i++)
+            free(v[i]);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    void *h = dlopen("libz.so.1", RTLD_NOW);
+    if (!h)
+        h = dlopen("libm.so.6", RTLD_NOW);
+    CHECK(h != NULL);
+    if (h)
+        dlclose(h);
+}
+
+static void bad_free(void *a) { int x = 0; void *volatile px = &x; free(px); }
+static void double_free(void *a) { void *k = vmalloc_(48), *p = vmalloc_(48); (void)k; free(p); free(p); }
+
+int main(void)
+{
+    test_is_kslab();
+    test_malloc_free();
+    test_calloc_realloc();
+    test_aligned();
+    test_threads_fork_dlopen();
+    CHECK_DEATH(bad_free, NULL, "kfree((any)): pointer", "was not allocated by kslab");
+    CHECK_DEATH(double_free, NULL, "double free of object");
+    return check_done();
+}

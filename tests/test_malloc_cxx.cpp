@@ -1,0 +1,61 @@
+// test_malloc_cxx.cpp - C++ new/delete (plain, array, sized, aligned,
+// nothrow) and the standard containers on the drop-in (LD_PRELOAD).
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+static int pass, fail;
+#define CHECK(c) ((c) ? (void)pass++ : (void)(fail++, std::fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c)))
+
+struct alignas(256) Big { char b[300]; };
+
+int main()
+{
+    for (int i = 0; i < 1000; i++) {
+        int *p = new int(i);
+        CHECK(*p == i);
+        delete p;
+        char *a = new char[i + 1];
+        a[i] = 1;
+        delete[] a;
+    }
+    Big *b = new Big;
+    CHECK(reinterpret_cast<uintptr_t>(b) % 256 == 0);
+    delete b;
+    Big *ba = new Big[3];
+    CHECK(reinterpret_cast<uintptr_t>(ba) % 256 == 0);
+    delete[] ba;
+    int *n = new (std::nothrow) int[10];
+    CHECK(n != nullptr);
+    delete[] n;
+    bool threw = false;
+    try {
+        volatile size_t huge = SIZE_MAX / 4;
+        char *x = new char[huge];
+        delete[] x;
+    } catch (const std::bad_alloc &) {
+        threw = true;
+    }
+    CHECK(threw);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++)
+        ts.emplace_back([] {
+            std::map<std::string, std::vector<int>> m;
+            for (int i = 0; i < 20000; i++)
+                m[std::to_string(i % 997)].push_back(i);
+            size_t total = 0;
+            for (auto &kv : m)
+                total += kv.second.size();
+            if (total != 20000)
+                std::abort();
+        });
+    for (auto &t : ts)
+        t.join();
+    std::printf("%d passed, %d failed\n", pass, fail);
+    return fail ? 1 : 0;
+}
