@@ -1,0 +1,78 @@
+# libkslab-malloc: the malloc(32)+free pair and real programs under LD_PRELOAD,
+# kslab beside the peers (wall time and peak RSS, median of 5 runs).
+echo "== drop-in: malloc pair and real workloads"
+KM=$PWD/build/libkslab-malloc.so
+PROG=$PWD/tests/programs
+RUNS=${DROPIN_RUNS:-5}
+# who -> preload (empty: none)
+declare -A DI=( [kslab-slub]="$KM" [glibc]="" [jemalloc]="${PEER[jemalloc]}" [mimalloc]="${PEER[mimalloc]}" [tcmalloc]="${PEER[tcmalloc]}" )
+DWHO="kslab-slub glibc jemalloc mimalloc tcmalloc"
+di_ok() { [ "$1" = kslab-slub ] || peer_ok "$1"; }
+: > "$RAW/dropin_pair.tsv"
+LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc (slub)" >> "$RAW/dropin_pair.tsv"
+for a in slab slob-seg; do KSLAB_ALLOCATOR=$a LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc ($a)" >> "$RAW/dropin_pair.tsv"; done
+grep -v missing "$RAW/micro.tsv" | grep "malloc" >> "$RAW/dropin_pair.tsv" || true
+: > "$RAW/dropin.tsv"
+tmpd=$(mktemp -d)
+RUNCMD=$PWD/$B/runcmd
+run_w() {  # WHO WORKLOAD CMD...: one timed run, appended to dropin.tsv
+  local who=$1 w=$2; shift 2
+  local pre=${DI[$who]}
+  local out
+  if [ -n "$pre" ]; then out=$(cd "$tmpd" && LD_PRELOAD="$pre" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$@" 2>/dev/null | tail -1)
+  else out=$(cd "$tmpd" && PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$@" 2>/dev/null | tail -1); fi
+  printf '%s\t%s\t%s\n' "$who" "$w" "$out" >> "$RAW/dropin.tsv"
+}
+for r in $(seq $RUNS); do
+  for who in $DWHO; do
+    di_ok "$who" || { printf '%s\tall\tmissing\n' "$who" >> "$RAW/dropin.tsv"; continue; }
+    run_w "$who" "python3 (alloc_heavy.py)" python3 "$PROG/alloc_heavy.py"
+    run_w "$who" "sqlite3 (workload.sql)" sqlite3 :memory: ".read $PROG/workload.sql"
+    rm -rf "$tmpd/repo"
+    run_w "$who" "git (git_work.sh)" sh "$PROG/git_work.sh"
+    if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && [ "$who" != glibc ]; then
+      port=$((20000 + RANDOM % 20000))
+      if [ -n "${DI[$who]}" ]; then
+        (cd "$tmpd" && LD_PRELOAD="${DI[$who]}" "$RUNCMD" redis-server --port $port --save "" --appendonly no --bind 127.0.0.1 > "$tmpd/redis.out" 2>/dev/null) &
+      else
+        (cd "$tmpd" && "$RUNCMD" redis-server --port $port --save "" --appendonly no --bind 127.0.0.1 > "$tmpd/redis.out" 2>/dev/null) &
+      fi
+      up=0
+      for i in $(seq 50); do redis-cli -p $port ping >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
+      if [ $up = 0 ]; then kill %1 2>/dev/null; wait; continue; fi
+      t=$( { /usr/bin/env time -f %e timeout 120 redis-benchmark -p $port -q -n 50000 -P 8 -t set,get,lpush,lpop,sadd -d 100 >/dev/null; } 2>&1 | tail -1)
+      redis-cli -p $port shutdown nosave >/dev/null 2>&1 || true
+      wait
+      rss=$(tail -1 "$tmpd/redis.out" | cut -f2)
+      printf '%s\t%s\t%s\t%s\n' "$who" "redis-server (redis-benchmark)" "$t" "$rss" >> "$RAW/dropin.tsv"
+    fi
+  done
+done
+rm -rf "$tmpd"
+{
+  echo "## libkslab-malloc: any program on kslab (LD_PRELOAD)"
+  echo
+  echo "### malloc(32)+free and malloc(256)+free pairs"
+  echo
+  echo "| allocator | pair | ns/pair (min-max) | cycles/pair |"
+  echo "|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %s | %.2f (%.2f-%.2f) | %.1f |\n",$1,$2,$3,$4,$5,$6}' "$RAW/dropin_pair.tsv"
+  echo
+  echo "### Real workloads: wall seconds and peak RSS, median of $RUNS runs (min-max)"
+  echo
+  echo "python3 runs with PYTHONMALLOC=malloc so every object goes through malloc; redis-server is"
+  echo "driven by redis-benchmark on loopback (50 000 requests of each of SET/GET/LPUSH/LPOP/SADD,"
+  echo "pipeline 8; time is the client's, RSS the server's).  Debian's redis-server links jemalloc,"
+  echo "so it has no glibc row, and its jemalloc row is the unmodified server."
+  echo
+  echo "| workload | allocator | seconds (min-max) | peak RSS KiB (min-max) |"
+  echo "|---|---|---|---|"
+  awk -F'\t' '$3=="missing" {miss[$1]=1; next}
+    { k=$2 SUBSEP $1; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[k]++; t[k,c[k]]=$3; m[k,c[k]]=$4 }
+    function sortv(arr, k, cnt, v,   i, j, tmp) { for (i=1;i<=cnt;i++) v[i]=arr[k,i]+0; for (i=1;i<=cnt;i++) for (j=i+1;j<=cnt;j++) if (v[j]<v[i]) { tmp=v[i]; v[i]=v[j]; v[j]=tmp } }
+    END { for (i=1;i<=n;i++) { k=order[i]; split(k, kk, SUBSEP); cnt=c[k]
+            sortv(t, k, cnt, tv); sortv(m, k, cnt, mv)
+            printf "| %s | %s | %.3f (%.3f-%.3f) | %d (%d-%d) |\n", kk[1], kk[2], tv[int((cnt+1)/2)], tv[1], tv[cnt], mv[int((cnt+1)/2)], mv[1], mv[cnt] }
+          for (w in miss) printf "| all | %s | missing | |\n", w }' "$RAW/dropin.tsv" | sort -t'|' -k2,2 -s
+  echo
+} >> "$REPORT"
