@@ -183,6 +183,8 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *owner); /* NULL when
 void pages_free(struct slab *head, unsigned order);
 void pages_release_all(void);                   /* give the reserve of free blocks to the OS */
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg);
+/* Every live slab of s, linked by ->next (for destroy: nothing else may use s). */
+struct slab *pages_take_slabs(struct kmem_cache *s);
 void pages_atfork_prepare(void);
 void pages_atfork_parent(void);
 void pages_atfork_child(void);

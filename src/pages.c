@@ -274,6 +274,20 @@ void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *)
     kslab_unlock(&pages_lock);
 }
 
+static void take_slab(struct slab *slab, void *arg)
+{
+    struct slab **list = arg;
+    slab->next = *list;
+    *list = slab;
+}
+
+struct slab *pages_take_slabs(struct kmem_cache *s)
+{
+    struct slab *list = NULL;
+    pages_for_each_slab(s, take_slab, &list);
+    return list;
+}
+
 void pages_atfork_prepare(void) { kslab_lock(&map_lock); kslab_lock(&pages_lock); }
 void pages_atfork_parent(void) { kslab_unlock(&pages_lock); kslab_unlock(&map_lock); }
 void pages_atfork_child(void)

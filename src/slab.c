@@ -550,28 +550,21 @@ static int slab_shrink(struct kmem_cache *s)
     return 0;
 }
 
-struct slab_vec { struct slab *head; long n; };
-static void slab_collect(struct slab *slab, void *arg)
-{
-    struct slab_vec *v = arg;
-    slab->next = v->head;
-    v->head = slab;
-    v->n++;
-}
-
 static long slab_destroy_all(struct kmem_cache *s)
 {
-    struct slab_vec v = { NULL, 0 };
     s->partial = s->slabs_full = s->slabs_free = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
     s->shared_avail = 0;
     s->free_objects = 0;
-    pages_for_each_slab(s, slab_collect, &v);
-    destroy_list(s, v.head);
+    struct slab *all = pages_take_slabs(s);
+    long n = 0;
+    for (struct slab *d = all; d; d = d->next)
+        n++;
+    destroy_list(s, all);
     if (s->shared_array)
         prim_unmap(s->shared_array, ALIGN_UP(s->shared_limit * sizeof(void *), PAGE_SIZE));
     s->shared_array = NULL;
-    return v.n;
+    return n;
 }
 
 static void slab_tunables(struct kmem_cache *s, unsigned out[4])

@@ -184,27 +184,16 @@ static int seg_shrink(struct kmem_cache *s)
     return 0;
 }
 
-struct seg_vec { struct slab *head; long n; };
-static void seg_collect(struct slab *slab, void *arg)
-{
-    struct seg_vec *v = arg;
-    slab->next = v->head;
-    v->head = slab;
-    v->n++;
-}
-
 static long seg_destroy(struct kmem_cache *s)
 {
-    struct seg_vec v = { NULL, 0 };
+    long n = 0;
     s->partial = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
-    pages_for_each_slab(s, seg_collect, &v);
-    while (v.head) {
-        struct slab *d = v.head;
-        v.head = d->next;
+    for (struct slab *d = pages_take_slabs(s), *next; d; d = next, n++) {
+        next = d->next;
         seg_discard(s, d);
     }
-    return v.n;
+    return n;
 }
 
 const struct kslab_backend slob_seg_backend = {

@@ -642,28 +642,16 @@ static int slub_shrink(struct kmem_cache *s)
     return 0;
 }
 
-struct slab_vec { struct slab *head; long n; };
-
-static void collect_slab(struct slab *slab, void *arg)
-{
-    struct slab_vec *v = arg;
-    slab->next = v->head;
-    v->head = slab;
-    v->n++;
-}
-
 static long slub_destroy_slabs(struct kmem_cache *s)
 {
-    struct slab_vec v = { NULL, 0 };
+    long n = 0;
     s->partial = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
-    pages_for_each_slab(s, collect_slab, &v);
-    while (v.head) {
-        struct slab *d = v.head;
-        v.head = d->next;
+    for (struct slab *d = pages_take_slabs(s), *next; d; d = next, n++) {
+        next = d->next;
         discard_slab(s, NULL, d);
     }
-    return v.n;
+    return n;
 }
 
 /* ---- bulk ------------------------------------------------------------------- */
