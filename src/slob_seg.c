@@ -16,6 +16,9 @@
  * States: partial (on s->partial), full (on no list), empty (discarded, or
  * kept on the partial list while the cache holds fewer than min_partial).
  * Lock order: s->list_lock -> pages_lock (pages are never freed under it).
+ * Nothing that may create thread state (kslab_count) runs under list_lock:
+ * that takes the thread registry lock, which fork's prepare handler holds
+ * while it takes every list_lock.
  */
 #include "internal.h"
 
@@ -98,8 +101,6 @@ static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         kslab_lock(&s->list_lock);
         seg_add(s, fresh);
         slab = s->partial;
-    } else {
-        kslab_count(s, ALLOC_FROM_PARTIAL, 0);
     }
     void *o = slab->freelist;
     slab->freelist = fp_get(s, o);
