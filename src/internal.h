@@ -115,7 +115,7 @@ _Static_assert(sizeof(struct slab) == 48 + KSLAB_DESC_PAD, "struct slab is 48 by
 
 struct arena {
     struct arena *next_arena;
-    uint64_t magic;
+    uint64_t pad0;
     uint32_t meta_pages;
     uint32_t pad[11];                          /* header is 64 bytes */
     struct slab pages[ARENA_PAGES];
@@ -300,7 +300,6 @@ struct kslab_thread {
     struct kmem_cache_cpu cpu[KSLAB_MAX_CACHES];   /* must stay first: see kslab_no_thread */
     struct kmem_cache_cpu_cold cold[KSLAB_MAX_CACHES];
     struct kslab_thread *next_thread, *prev_thread;
-    bool dead;                  /* fork child: the owning thread does not exist */
 };
 
 /* The calling thread's state.  Until a thread allocates, this points at
@@ -346,7 +345,7 @@ struct kslab_backend {
      * (kfree).  Bad pointers are reported with fn's name. */
     void (*free)(struct kmem_cache *want, void *x, const char *fn);
     size_t (*ksize)(const void *x);                     /* x is in an arena */
-    void (*flush_thread)(struct kslab_thread *t, struct kmem_cache *s);
+    void (*flush_thread)(struct kslab_thread *t, struct kmem_cache *s); /* NULL: no per-thread state */
     int (*shrink)(struct kmem_cache *s);
     long (*destroy)(struct kmem_cache *s);              /* frees every slab */
     /* slabinfo: tunables limit, batchcount, sharedfactor and sharedavail */
@@ -365,6 +364,9 @@ extern const struct kslab_backend *kslab_be;
 extern bool kslab_slub;                                 /* kslab_be is SLUB */
 extern const struct kslab_backend slub_backend, slab_backend, slob_backend, slob_seg_backend;
 unsigned slub_calculate_order(unsigned size);          /* shared by slob-seg */
+/* The cache's doubly linked partial list (list_lock held): SLUB and slob-seg. */
+void add_partial(struct kmem_cache *s, struct slab *slab);
+void remove_partial(struct kmem_cache *s, struct slab *slab);
 void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
 /* Count one allocation or free for the stats (thread-local when possible). */
 void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n);

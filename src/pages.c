@@ -42,8 +42,6 @@ static struct slab *hot[MAX_PAGE_ORDER + 1];           /* pages_lock */
 static unsigned hot_pages;                             /* pages_lock */
 static kslab_lock_t map_lock = KSLAB_LOCK_INIT;        /* serialises L2 table creation */
 
-#define ARENA_MAGIC 0x6b736c6162617231ull
-
 uint64_t kslab_pages_in_use(void)
 {
     return atomic_load_explicit(&pages_in_use, memory_order_relaxed);
@@ -112,7 +110,6 @@ static bool arena_grow(void)
         return false;
     uintptr_t ci = (uintptr_t)a >> CHUNK_SHIFT;
     __atomic_fetch_or(&kslab_arena_bits[ci >> 6], 1ull << (ci & 63), __ATOMIC_RELAXED);
-    a->magic = ARENA_MAGIC;
     a->meta_pages = (uint32_t)(ALIGN_UP(sizeof(struct arena), PAGE_SIZE) >> PAGE_SHIFT);
     /* Metadata pages keep pg_state == PG_META (zero) and cache == NULL. */
     unsigned i = a->meta_pages;

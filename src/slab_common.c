@@ -273,7 +273,7 @@ static void thread_fold(struct kslab_thread *t, struct kmem_cache *s)
 static void thread_retire(struct kslab_thread *t)
 {
     kslab_lock(&cache_lock);
-    for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
+    for (struct kmem_cache *s = cache_list; s && kslab_be->flush_thread; s = s->next_cache)
         kslab_be->flush_thread(t, s);
     kslab_lock(&threads_lock);
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
@@ -334,7 +334,6 @@ static void atfork_child(void)
     for (; t; t = next) {
         next = t->next_thread;
         if (t != self) {
-            t->dead = true;
             for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
                 thread_fold(t, s);
             thread_unlink(t);
@@ -479,7 +478,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
             pp = &(*pp)->next_cache;
         *pp = s->next_cache;
         kslab_lock(&threads_lock);
-        for (struct kslab_thread *t = threads; t; t = t->next_thread)
+        for (struct kslab_thread *t = threads; t && kslab_be->flush_thread; t = t->next_thread)
             kslab_be->flush_thread(t, s);
         kslab_unlock(&threads_lock);
         uint64_t live = cache_active(s);

@@ -422,10 +422,6 @@ static int slob_cache_init(struct kmem_cache *s)
     return s->object_size > (PAGE_SIZE << MAX_PAGE_ORDER) ? -1 : 0;
 }
 
-static void slob_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
-{
-}
-
 static int slob_shrink(struct kmem_cache *s)
 {
     pages_release_all();
@@ -510,7 +506,6 @@ const struct kslab_backend slob_backend = {
     .alloc = slob_alloc,
     .free = slob_free,
     .ksize = slob_ksize,
-    .flush_thread = slob_flush_thread,
     .shrink = slob_shrink,
     .destroy = slob_destroy,
     .tunables = NULL,

@@ -31,28 +31,6 @@ static inline void fp_set(const struct kmem_cache *s, void *o, void *v)
     *(void **)((char *)o + s->offset) = v;
 }
 
-static void seg_add(struct kmem_cache *s, struct slab *slab)
-{
-    slab->prev = NULL;
-    slab->next = s->partial;
-    if (slab->next)
-        slab->next->prev = slab;
-    s->partial = slab;
-    atomic_fetch_add_explicit(&s->nr_partial, 1, memory_order_relaxed);
-}
-
-static void seg_remove(struct kmem_cache *s, struct slab *slab)
-{
-    if (slab->prev)
-        slab->prev->next = slab->next;
-    else
-        s->partial = slab->next;
-    if (slab->next)
-        slab->next->prev = slab->prev;
-    slab->next = slab->prev = NULL;
-    atomic_fetch_sub_explicit(&s->nr_partial, 1, memory_order_relaxed);
-}
-
 static int seg_cache_init(struct kmem_cache *s)
 {
     return slub_backend.cache_init(s);   /* same geometry as SLUB */
@@ -99,14 +77,14 @@ static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         if (!fresh)
             return NULL;
         kslab_lock(&s->list_lock);
-        seg_add(s, fresh);
+        add_partial(s, fresh);
         slab = s->partial;
     }
     void *o = slab->freelist;
     slab->freelist = fp_get(s, o);
     slab->counters.inuse++;
     if (!slab->freelist)
-        seg_remove(s, slab);          /* full: on no list */
+        remove_partial(s, slab);          /* full: on no list */
     kslab_unlock(&s->list_lock);
     kslab_count(s, ALLOC_SLOWPATH, 1);
     if (gfp & __GFP_ZERO)
@@ -136,10 +114,10 @@ static void seg_free(struct kmem_cache *want, void *x, const char *fn)
     slab->freelist = x;
     slab->counters.inuse--;
     if (was_full)
-        seg_add(s, slab);
+        add_partial(s, slab);
     if (slab->counters.inuse == 0 && !(s->flags & SLAB_TYPESAFE_BY_RCU) &&
         atomic_load_explicit(&s->nr_partial, memory_order_relaxed) > s->min_partial) {
-        seg_remove(s, slab);
+        remove_partial(s, slab);
         discard = slab;
     }
     kslab_unlock(&s->list_lock);
@@ -157,10 +135,6 @@ static size_t seg_ksize(const void *x)
     return s->size;
 }
 
-static void seg_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
-{
-}
-
 static int seg_shrink(struct kmem_cache *s)
 {
     if (s->flags & SLAB_TYPESAFE_BY_RCU)
@@ -170,7 +144,7 @@ static int seg_shrink(struct kmem_cache *s)
     for (struct slab *slab = s->partial, *next; slab; slab = next) {
         next = slab->next;
         if (slab->counters.inuse == 0) {
-            seg_remove(s, slab);
+            remove_partial(s, slab);
             slab->next = discard;
             discard = slab;
         }
@@ -203,7 +177,6 @@ const struct kslab_backend slob_seg_backend = {
     .alloc = seg_alloc,
     .free = seg_free,
     .ksize = seg_ksize,
-    .flush_thread = seg_flush_thread,
     .shrink = seg_shrink,
     .destroy = seg_destroy,
     .tunables = NULL,

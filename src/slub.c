@@ -191,9 +191,9 @@ static int slub_cache_init(struct kmem_cache *s)
     return 0;
 }
 
-/* ---- the cache's partial list (list_lock held) ---------------------------- */
+/* ---- the cache's partial list (list_lock held; slob-seg uses it too) -------- */
 
-static void add_partial(struct kmem_cache *s, struct slab *slab)
+void add_partial(struct kmem_cache *s, struct slab *slab)
 {
     slab->prev = NULL;
     slab->next = s->partial;
@@ -205,7 +205,7 @@ static void add_partial(struct kmem_cache *s, struct slab *slab)
                           memory_order_relaxed);
 }
 
-static void remove_partial(struct kmem_cache *s, struct slab *slab)
+void remove_partial(struct kmem_cache *s, struct slab *slab)
 {
     if (slab->prev)
         slab->prev->next = slab->next;
