@@ -367,6 +367,7 @@ unsigned slub_calculate_order(unsigned size);          /* shared by slob-seg */
 /* The cache's doubly linked partial list (list_lock held): SLUB and slob-seg. */
 void add_partial(struct kmem_cache *s, struct slab *slab);
 void remove_partial(struct kmem_cache *s, struct slab *slab);
+struct slab *take_empty_partials(struct kmem_cache *s);   /* for shrink */
 void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
 /* Count one allocation or free for the stats (thread-local when possible). */
 void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n);

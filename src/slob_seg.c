@@ -139,17 +139,7 @@ static int seg_shrink(struct kmem_cache *s)
 {
     if (s->flags & SLAB_TYPESAFE_BY_RCU)
         return 0;
-    struct slab *discard = NULL;
-    kslab_lock(&s->list_lock);
-    for (struct slab *slab = s->partial, *next; slab; slab = next) {
-        next = slab->next;
-        if (slab->counters.inuse == 0) {
-            remove_partial(s, slab);
-            slab->next = discard;
-            discard = slab;
-        }
-    }
-    kslab_unlock(&s->list_lock);
+    struct slab *discard = take_empty_partials(s);
     while (discard) {
         struct slab *d = discard;
         discard = d->next;

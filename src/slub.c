@@ -614,18 +614,14 @@ static void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
     unfreeze_partials(s, cc);
 }
 
-static int slub_shrink(struct kmem_cache *s)
+/* Take every empty slab off the cache's partial list (for shrink), linked
+ * by ->next.  An empty non-frozen slab has no object anyone may free: safe. */
+struct slab *take_empty_partials(struct kmem_cache *s)
 {
-    struct kslab_thread *t = kslab_tls;
-    if (thread_is_real(t))
-        slub_flush_thread(t, s);
-    if (s->flags & SLAB_TYPESAFE_BY_RCU)
-        return 0;
     struct slab *discard = NULL;
     kslab_lock(&s->list_lock);
     for (struct slab *slab = s->partial, *next; slab; slab = next) {
         next = slab->next;
-        /* An empty non-frozen slab has no object anyone may free: safe. */
         if (slab_counters(slab).inuse == 0) {
             remove_partial(s, slab);
             slab->next = discard;
@@ -633,6 +629,17 @@ static int slub_shrink(struct kmem_cache *s)
         }
     }
     kslab_unlock(&s->list_lock);
+    return discard;
+}
+
+static int slub_shrink(struct kmem_cache *s)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (thread_is_real(t))
+        slub_flush_thread(t, s);
+    if (s->flags & SLAB_TYPESAFE_BY_RCU)
+        return 0;
+    struct slab *discard = take_empty_partials(s);
     while (discard) {
         struct slab *d = discard;
         discard = d->next;
