@@ -99,7 +99,9 @@ struct slab {
 #endif
 } __attribute__((aligned(16)));
 
-enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2, PG_HOT = 3 /* freed, in the reserve */ };
+/* PG_NEW: allocated by a back-end that has not yet published it (walkers
+ * such as destroy and SLOB's page scan skip it until pages_publish()). */
+enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2, PG_HOT = 3 /* freed, in the reserve */, PG_NEW = 4 };
 
 #ifndef KSLAB_DESC_PAD
 #define KSLAB_DESC_PAD 0
@@ -179,7 +181,10 @@ static inline bool in_arena(const void *p)
             ((a >> CHUNK_SHIFT) & 63)) & 1;
 }
 
-struct slab *pages_alloc(unsigned order, struct kmem_cache *owner); /* NULL when out of memory */
+/* A block of 2^order pages owned by `owner`, unpublished (PG_NEW); NULL
+ * when out of memory.  The back-end initialises it, then publishes it. */
+struct slab *pages_alloc(unsigned order, struct kmem_cache *owner);
+void pages_publish(struct slab *head);
 void pages_free(struct slab *head, unsigned order);
 void pages_release_all(void);                   /* give the reserve of free blocks to the OS */
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg);
@@ -196,6 +201,9 @@ struct large_hdr {
     void *map;         /* start of the mapping */
     size_t map_len;
 };
+/* Largest request kslab serves (64 TiB): larger sizes and alignments fail
+ * with NULL before any arithmetic on them can wrap. */
+#define KSLAB_MAX_ALLOC ((size_t)1 << 46)
 void *large_alloc(size_t size);
 void *large_alloc_aligned(size_t size, size_t align);   /* align: a power of two */
 void large_free(struct large_hdr *h, const void *p);
@@ -255,11 +263,19 @@ struct kmem_cache {
     _Atomic uint64_t stat_total[NR_STATS]; /* events of exited threads and thread-less paths */
 
     /* ---- lifecycle, protected by the cache list mutex ---- */
+    uint32_t magic;            /* CACHE_LIVE, CACHE_DEAD after destroy (kept until the
+                                * slot is reused: kmem_cache objects are type-safe) */
     int refcount;              /* 1 + number of merged aliases */
     bool is_kmalloc;
     char name[KSLAB_NAME_LEN];
     struct kmem_cache *next_cache;
 };
+
+#define CACHE_LIVE 0x6b6d656du   /* "kmem" */
+#define CACHE_DEAD 0xdeadcac4u
+/* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a
+ * destroyed one.  Costs a bit test and a descriptor load: slow paths only. */
+void kslab_check_cache(const char *fn, struct kmem_cache *s);
 
 /*
  * Index of the object starting at offset `off` of a slab, or a number >=
@@ -377,6 +393,7 @@ bool kslab_object_start(const struct kmem_cache *s, uintptr_t base, const void *
 /* ---- SLUB ---------------------------------------------------------------- */
 void *__slub_alloc(struct kmem_cache *s, gfp_t gfp);
 void __slub_free(struct kmem_cache *s, struct slab *slab, void *x);
+void *slub_sheaf_top(struct kmem_cache *s);
 int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p);
 void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
                         unsigned cnt, bool account);

@@ -132,7 +132,7 @@ static void block_set(struct slab *b, unsigned order, struct kmem_cache *cache)
      * pages_for_each_slab() reads them safely. */
     for (unsigned i = 0; i < (1u << order); i++) {
         b[i].pg_order = cache ? (uint8_t)order : 0;
-        b[i].pg_state = !cache ? PG_FREE : i ? PG_META : PG_SLAB;
+        b[i].pg_state = !cache ? PG_FREE : i ? PG_META : PG_NEW;
         b[i].cache = cache;
     }
     b->pg_colour = 0;
@@ -189,7 +189,9 @@ static void block_release(struct slab *b, unsigned order)
         if (bi + (1u << order) > ARENA_PAGES)
             break;
         struct slab *buddy = &a->pages[bi];
-        if (buddy->pg_state != PG_FREE || buddy->pg_order != order || bi < a->meta_pages)
+        /* relaxed atomic: an allocated buddy may be publishing itself */
+        if (__atomic_load_n(&buddy->pg_state, __ATOMIC_RELAXED) != PG_FREE ||
+            buddy->pg_order != order || bi < a->meta_pages)
             break;
         buddy_unlink(buddy, order);
         if (bi < idx) {
@@ -236,6 +238,13 @@ static void release_list(struct slab *list)
     kslab_unlock(&pages_lock);
 }
 
+/* Release: the back-end's initialisation of the block (headers, freelist,
+ * constructors) is visible to a walker whose acquire load sees PG_SLAB. */
+void pages_publish(struct slab *head)
+{
+    __atomic_store_n(&head->pg_state, PG_SLAB, __ATOMIC_RELEASE);
+}
+
 void pages_free(struct slab *b, unsigned order)
 {
     atomic_fetch_sub_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
@@ -266,7 +275,8 @@ void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *)
     kslab_lock(&pages_lock);
     for (struct arena *a = arenas; a; a = a->next_arena)
         for (unsigned i = a->meta_pages; i < ARENA_PAGES; i++)
-            if (a->pages[i].pg_state == PG_SLAB && a->pages[i].cache == s)
+            if (__atomic_load_n(&a->pages[i].pg_state, __ATOMIC_ACQUIRE) == PG_SLAB &&
+                a->pages[i].cache == s)
                 fn(&a->pages[i], arg);
     kslab_unlock(&pages_lock);
 }
@@ -310,8 +320,10 @@ void *large_alloc(size_t size)
 
 void *large_alloc_aligned(size_t size, size_t align)
 {
-    if (size > ((size_t)1 << 46) || align > ((size_t)1 << 40))
+    if (size > KSLAB_MAX_ALLOC || align > KSLAB_MAX_ALLOC)
         return NULL;
+    if (size == 0)
+        size = 1;                   /* a unique block, never an empty mapping */
     size_t bytes = ALIGN_UP(size, PAGE_SIZE);
     if (align < CHUNK_SIZE)
         align = CHUNK_SIZE;

@@ -280,6 +280,7 @@ static bool cache_grow(struct kmem_cache *s)
     slab->counters.order = (uint8_t)s->order;
     for (unsigned i = 0; i < s->objects; i++)
         idx_set(s, slab, i, i);
+    pages_publish(slab);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
     kslab_count(s, ALLOC_SLAB, 1);
@@ -290,6 +291,8 @@ static bool cache_grow(struct kmem_cache *s)
     return true;
 }
 
+static void free_offslab(void *x);
+
 static void slab_destroy(struct kmem_cache *s, struct slab *slab)
 {
     void *offslab = s->placement == OFF_SLAB ? slab->freelist : NULL;
@@ -297,7 +300,8 @@ static void slab_destroy(struct kmem_cache *s, struct slab *slab)
     atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
     kslab_count(s, FREE_SLAB, 1);
     pages_free(slab, s->order);
-    kfree(offslab);
+    if (offslab)
+        free_offslab(offslab);
 }
 
 /* Take free slabs off the free list while more than `keep` free objects sit
@@ -488,21 +492,36 @@ static struct slab *slab_check(struct kmem_cache *want, void *x, const char *fn,
     return slab;
 }
 
+/* x straight back into its slab, bypassing the array cache. */
+static void free_to_slab(struct kmem_cache *s, void *x)
+{
+    kslab_lock(&s->list_lock);
+    free_block(s, &x, 1);
+    struct slab *reap = trim_free_slabs(s, s->free_limit);
+    kslab_unlock(&s->list_lock);
+    destroy_list(s, reap);
+    stat_add(s, NULL, FREE_SLOWPATH, 1);
+}
+
+/* An off-slab index array is a kmalloc object; it is freed from flush,
+ * shrink and destroy, which may run under the thread registry lock, so
+ * this path must not create thread state (kfree() would). */
+static void free_offslab(void *x)
+{
+    struct kmem_cache *s;
+    slab_check(NULL, x, "kfree", &s);
+    free_to_slab(s, x);
+}
+
 static void slab_free(struct kmem_cache *want, void *x, const char *fn)
 {
     struct kmem_cache *s;
-    struct slab *slab = slab_check(want, x, fn, &s);
+    slab_check(want, x, fn, &s);
     struct kslab_thread *t = kslab_thread_get();
     if (unlikely(!t)) {
-        kslab_lock(&s->list_lock);
-        free_block(s, &x, 1);
-        struct slab *reap = trim_free_slabs(s, s->free_limit);
-        kslab_unlock(&s->list_lock);
-        destroy_list(s, reap);
-        stat_add(s, NULL, FREE_SLOWPATH, 1);
+        free_to_slab(s, x);
         return;
     }
-    (void)slab;
     struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
     if (unlikely(ac->sheaf_count && ac->sheaf[ac->sheaf_count - 1] == x))
         kslab_report("double free of object %p in cache %s", x, s->name);

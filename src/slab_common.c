@@ -54,6 +54,8 @@ const char *kslab_allocator_name(void)
 void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     kslab_ensure_init();          /* first: it reads KSLAB_ALLOCATOR */
+    if (unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache("kmem_cache_alloc", s);
     if (likely(kslab_slub))
         return __slub_alloc(s, gfp);
     for (;;) {
@@ -63,10 +65,12 @@ void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     }
 }
 
+/* Never creates thread state (that takes threads_lock): callable under any
+ * lock.  A thread without state counts into the cache's atomic totals. */
 void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n)
 {
-    struct kslab_thread *t = kslab_thread_get();
-    stat_add(s, t ? &t->cold[s->id] : NULL, si, n);
+    struct kslab_thread *t = kslab_tls;
+    stat_add(s, thread_is_real(t) ? &t->cold[s->id] : NULL, si, n);
 }
 
 /* ---- reports ---------------------------------------------------------------- */
@@ -197,6 +201,7 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     s->refcount = 1;
     if (kslab_be->cache_init(s))
         return -1;
+    s->magic = CACHE_LIVE;
     s->next_cache = cache_list;
     cache_list = s;
     atomic_store_explicit(&caches_by_id[id], s, memory_order_release);
@@ -367,8 +372,12 @@ void kslab_init(void)
             kmalloc_caches[i]->is_kmalloc = true;
     }
     id_alloc();
+    /* Type-safe (the back-ends keep a free object's contents): a destroyed
+     * cache keeps its id and CACHE_DEAD until its slot is reused, so use
+     * after destroy is reported, not followed. */
     cache_setup(kmem_cache_cache, "kmem_cache", sizeof(struct kmem_cache), 64,
-                SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE, NULL, KMALLOC_CLASSES);
+                SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE | SLAB_TYPESAFE_BY_RCU, NULL,
+                KMALLOC_CLASSES);
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */
     atomic_store_explicit(&kslab_initialised, 1, memory_order_release);
@@ -465,6 +474,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 {
     if (!s)
         return;
+    kslab_check_cache("kmem_cache_destroy", s);
     kslab_lock(&cache_lock);
     if (--s->refcount > 0) {
         kslab_unlock(&cache_lock);
@@ -494,6 +504,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
             thread_fold(t, s);
         kslab_unlock(&threads_lock);
         id_free(s->id);
+        s->magic = CACHE_DEAD;
         kslab_unlock(&cache_lock);
         kmem_cache_free(kmem_cache_cache, s);
         return;
@@ -504,7 +515,10 @@ void kmem_cache_destroy(struct kmem_cache *s)
 
 int kmem_cache_shrink(struct kmem_cache *s)
 {
-    return s ? kslab_be->shrink(s) : 0;
+    if (!s)
+        return 0;
+    kslab_check_cache("kmem_cache_shrink", s);
+    return kslab_be->shrink(s);
 }
 
 unsigned int kmem_cache_size(struct kmem_cache *s)
@@ -582,6 +596,22 @@ bool kslab_object_start(const struct kmem_cache *s, uintptr_t base, const void *
 }
 
 
+/* Arena memory is always mapped (freed pages read as zero), so the magic of
+ * anything in an arena can be read safely; a live cache is also the one its
+ * id names. */
+void kslab_check_cache(const char *fn, struct kmem_cache *s)
+{
+    bool boot = s >= boot_caches && s < boot_caches + KMALLOC_CLASSES + 1;
+    if (!boot && !in_arena(s))
+        kslab_report("%s(): %p is not a kmem_cache", fn, (void *)s);
+    uint32_t m = __atomic_load_n(&s->magic, __ATOMIC_RELAXED);
+    if (m == CACHE_DEAD)
+        kslab_report("%s(%.*s): cache %p was destroyed", fn, KSLAB_NAME_LEN, s->name,
+                     (void *)s);
+    if (m != CACHE_LIVE || kslab_cache_by_id(s->id) != s)
+        kslab_report("%s(): %p is not a kmem_cache", fn, (void *)s);
+}
+
 struct kmem_cache *kslab_cache_by_id(unsigned id)
 {
     return id < KSLAB_MAX_CACHES
@@ -593,6 +623,8 @@ struct kmem_cache *kslab_cache_by_id(unsigned id)
 static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x, const char *fn,
                                           bool want)
 {
+    if (want && unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache(fn, s);
     if (unlikely(!kslab_slub)) {
         kslab_be->free(want ? s : NULL, x, fn);
         return;
@@ -642,6 +674,8 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     if (likely(done == size && !(gfp & __GFP_ZERO)))
         return (int)size;       /* size == 0 returns 0 here */
     kslab_ensure_init();
+    if (unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache("kmem_cache_alloc_bulk", s);
     if (likely(kslab_slub))
         return slub_alloc_bulk(s, gfp, size, done, p);
     for (; done < size; done++) {  /* other back-ends: one by one, all or nothing */
@@ -685,6 +719,10 @@ static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p
     uintptr_t base = (uintptr_t)x & s->slab_mask;
     if (unlikely(addr_desc(base)->pg_state != PG_SLAB || !object_start(s, base, x)))
         kslab_bad_free(fn, want, x);
+    /* the object this thread freed last (to its sheaf) freed again */
+    void *top = slub_sheaf_top(s);
+    if (unlikely(x == top))
+        kslab_report("double free of object %p in cache %s", x, s->name);
     void *head = x, *tail = x;
     unsigned cnt = 1, lookahead = 3;
     size_t first_skipped = 0;
@@ -701,7 +739,7 @@ static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p
         }
         if (unlikely(!object_start(s, base, y)))
             kslab_bad_free(fn, want ? want : s, y);
-        if (unlikely(y == head))
+        if (unlikely(y == head || y == top))
             kslab_report("double free of object %p in cache %s", y, s->name);
         set_freepointer(s, y, head);
         head = y;
@@ -749,6 +787,8 @@ void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **p, bool
 
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 {
+    if (s && unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache("kmem_cache_free_bulk", s);
     slub_free_bulk(s, size, p);
 }
 
@@ -787,20 +827,19 @@ void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
 {
     if (align < 16)
         align = 16;                  /* what malloc promises: max_align_t */
-    if (kslab_be->kmalloc_aligned) {
-        kslab_ensure_init();
-        return kslab_be->kmalloc_aligned(size, align, gfp);
-    }
     /* Size classes from 16 up are multiples of 16; a request rounded up to
      * a multiple of align lands in a class whose objects are aligned to it
-     * (pow2 classes are naturally aligned, 96 and 192 to 32 and 64). */
+     * (pow2 classes are naturally aligned, 96 and 192 to 32 and 64).  The
+     * overflow check comes before any back-end sees the request. */
     size_t want = ALIGN_UP(size ? size : 1, align);
-    if (want < size)
+    if (unlikely(want < size || want > KSLAB_MAX_ALLOC || align > KSLAB_MAX_ALLOC))
         return NULL;
+    kslab_ensure_init();
+    if (kslab_be->kmalloc_aligned)
+        return kslab_be->kmalloc_aligned(size ? size : 1, align, gfp);
     if (want <= KMALLOC_MAX_CACHE_SIZE)
         return kmalloc(want, gfp);
-    kslab_ensure_init();
-    return large_alloc_aligned(size, align > PAGE_SIZE ? align : 0);
+    return large_alloc_aligned(want, align > PAGE_SIZE ? align : 0);
 }
 
 size_t ksize(const void *x)

@@ -53,7 +53,9 @@ static struct slab *slob_lists[3];          /* small, medium, large (slob_lock) 
 
 /* Pages shared by all caches name this pseudo cache in their descriptors:
  * objects == 0 makes SLUB's inline free test miss, so kfree() comes here. */
-static struct kmem_cache slob_pages = { .name = "slob-pages", .objects = 0, .size = 8 };
+static struct kmem_cache slob_pages = {
+    .name = "slob-pages", .objects = 0, .size = 8, .slab_mask = ~(PAGE_SIZE - 1)
+};
 
 /* Always odd, so it can never read as TAG_FREE. */
 static inline uint16_t used_tag(const void *obj)
@@ -173,8 +175,9 @@ static void *slob_alloc_block(struct kmem_cache *s, size_t bytes, unsigned align
     if (!sp)
         return NULL;
     kslab_count(s, ALLOC_SLAB, 1);
-    /* initialise under slob_lock: kmem_cache_destroy() walks every page */
-    kslab_lock(&slob_lock);
+    /* The page is private until published: write its header first, so the
+     * destroy walker (which parses every published page) never reads the
+     * stale bytes of the page's previous life. */
     struct slob_hdr *h = (struct slob_hdr *)slab_address(sp);
     h->units = (uint16_t)PAGE_UNITS;
     h->next = NO_NEXT;
@@ -182,6 +185,8 @@ static void *slob_alloc_block(struct kmem_cache *s, size_t bytes, unsigned align
     sp->freelist = (void *)(uintptr_t)0;
     sp->counters.word = 0;
     sp->counters.inuse = PAGE_UNITS;
+    pages_publish(sp);
+    kslab_lock(&slob_lock);
     /* allocate from the fresh page before another thread can take it */
     void *obj = slob_page_alloc(sp, units, align, (uint16_t)s->id);
     if (sp->counters.inuse)
@@ -226,9 +231,13 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     /* its own pages if it cannot fit a page with the worst alignment padding */
     bool big = is_big(bytes + (align > UNIT ? align - UNIT : 0));
     if (big) {
+        /* blocks of 2^order pages are naturally aligned: big enough for
+         * the object and for its alignment */
         unsigned order = 0;
-        while ((PAGE_SIZE << order) < bytes)
+        while ((PAGE_SIZE << order) < bytes || (PAGE_SIZE << order) < align)
             order++;
+        if (order > MAX_PAGE_ORDER)
+            return NULL;
         struct slab *sp = pages_alloc(order, s);
         if (!sp)
             return NULL;
@@ -237,6 +246,7 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         kslab_count(s, ALLOC_SLAB, 1);
         if (s->ctor)
             s->ctor(slab_address(sp));
+        pages_publish(sp);
         obj = slab_address(sp);
     } else {
         obj = slob_alloc_block(s, bytes, align);
@@ -397,10 +407,20 @@ static size_t slob_ksize(const void *x)
             return PAGE_SIZE << head->pg_order;
         kslab_bad_free("ksize", NULL, x);
     }
-    const struct slob_hdr *h = (const struct slob_hdr *)x - 1;
-    if (!sp->cache || ((uintptr_t)x & (PAGE_SIZE - 1)) < UNIT || h->tag != used_tag(x))
+    if (!sp->cache)
         kslab_bad_free("ksize", NULL, x);
-    return (size_t)(h->units - 1) * UNIT;
+    /* A block of the shared pages: its header is read under slob_lock (a
+     * concurrent free may be coalescing it), and a bad pointer gets SLOB's
+     * own report, which finds the block around it. */
+    char *page = slab_address(sp);
+    kslab_lock(&slob_lock);
+    const struct slob_hdr *h = (const struct slob_hdr *)x - 1;
+    if ((const char *)x - page < (ptrdiff_t)UNIT || ((uintptr_t)x & (UNIT - 1)) ||
+        h->tag != used_tag(x))
+        slob_bad("ksize", NULL, (void *)x, page);
+    size_t n = (size_t)(h->units - 1) * UNIT;
+    kslab_unlock(&slob_lock);
+    return n;
 }
 
 static int slob_cache_init(struct kmem_cache *s)
@@ -419,7 +439,9 @@ static int slob_cache_init(struct kmem_cache *s)
     s->slab_mask = ~(PAGE_SIZE - 1);
     s->inv = 1;
     s->shift = 0;
-    return s->object_size > (PAGE_SIZE << MAX_PAGE_ORDER) ? -1 : 0;
+    /* every object must honour s->align: refuse what no block can give */
+    return s->object_size > (PAGE_SIZE << MAX_PAGE_ORDER) ||
+           s->align > (PAGE_SIZE << MAX_PAGE_ORDER) ? -1 : 0;
 }
 
 static int slob_shrink(struct kmem_cache *s)
@@ -475,11 +497,11 @@ static long slob_destroy(struct kmem_cache *s)
  * kmalloc class of the size names the block (for counters and messages). */
 static void *slob_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
 {
-    size_t bytes = size ? size : 1;
+    size_t bytes = size;              /* >= 1, <= KSLAB_MAX_ALLOC (checked by the caller) */
     struct kmem_cache *s = kslab_kmalloc_cache(bytes <= KMALLOC_MAX_CACHE_SIZE ? bytes
                                                                              : KMALLOC_MAX_CACHE_SIZE);
     if (bytes + align + UNIT > PAGE_SIZE)   /* with the worst alignment padding */
-        return large_alloc_aligned(bytes, align > PAGE_SIZE ? align : 0);
+        return large_alloc_aligned(ALIGN_UP(bytes, align), align > PAGE_SIZE ? align : 0);
     void *obj = slob_alloc_block(s, bytes, (unsigned)align);
     if (!obj)
         return NULL;

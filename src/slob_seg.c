@@ -61,6 +61,7 @@ static struct slab *seg_new_slab(struct kmem_cache *s)
     slab->counters.word = 0;
     slab->counters.objects = (uint16_t)s->objects;
     slab->counters.order = (uint8_t)s->order;
+    pages_publish(slab);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
     kslab_count(s, ALLOC_SLAB, 1);

@@ -195,6 +195,9 @@ static int slub_cache_init(struct kmem_cache *s)
 
 void add_partial(struct kmem_cache *s, struct slab *slab)
 {
+    if (unlikely(slab_counters(slab).frozen))
+        kslab_report("cache %s: frozen slab %p put on the partial list", s->name,
+                     slab_address(slab));
     slab->prev = NULL;
     slab->next = s->partial;
     if (slab->next)
@@ -255,6 +258,7 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
     slab->next = slab->prev = NULL;
     __atomic_store_n(&slab->freelist, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&slab->counters.word, c.word, __ATOMIC_RELAXED);
+    pages_publish(slab);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
     return slab;
@@ -292,6 +296,9 @@ static void *freeze_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, s
     for (;;) {
         void *fl = slab_freelist(slab);
         union slab_counters old = slab_counters(slab), new = old;
+        if (unlikely(old.frozen))
+            kslab_report("cache %s: slab %p on the partial list is frozen", s->name,
+                         slab_address(slab));
         new.frozen = 1;
         if (take)
             new.inuse = old.objects;
@@ -507,6 +514,13 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
     void *prior;
     union slab_counters old, new;
     for (;;) {
+        /* As the kernel's __slab_free(): a retry starts unlocked, because
+         * the slab may have changed state (a full slab is frozen below, and
+         * a frozen slab must never reach the cache's partial list). */
+        if (locked) {
+            kslab_unlock(&s->list_lock);
+            locked = false;
+        }
         prior = slab_freelist(slab);
         old = slab_counters(slab);
         if (unlikely(prior == head || old.inuse < cnt))
@@ -517,11 +531,11 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
         if (!old.frozen) {
             if (!prior && cc) {
                 new.frozen = 1;       /* full: freeze it onto our cpu partial list */
-            } else if ((!prior || new.inuse == 0) && !locked) {
-                /* the slab changes lists: do the swap under list_lock */
+            } else if (!prior || new.inuse == 0) {
+                /* the slab changes lists: the swap happens under list_lock,
+                 * and succeeds only if the state read above still holds */
                 kslab_lock(&s->list_lock);
                 locked = true;
-                continue;
             }
         }
         if (cmpxchg_double_slab(slab, prior, old.word, head, new.word))
@@ -569,7 +583,10 @@ void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
     struct kslab_thread *t = kslab_thread_get();
     struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
     if (likely(cc)) {
-        if (unlikely(cc->sheaf_count && cc->sheaf[cc->sheaf_count - 1] == x))
+        /* The immediate double free: x is the object this thread freed
+         * last, either to the sheaf or (bulk free) straight to its slab. */
+        if (unlikely((cc->sheaf_count && cc->sheaf[cc->sheaf_count - 1] == x) ||
+                     slab_freelist(slab) == x))
             kslab_report("double free of object %p in cache %s", x, s->name);
         if (unlikely(cc->sheaf_count >= s->sheaf_capacity))
             sheaf_flush(s, cc, cc->sheaf_count / 2);
@@ -580,6 +597,16 @@ void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
     }
     slab_free_list(s, cc, slab, x, x, 1);
     stat_add(s, cc, FREE_SLOWPATH, 1);
+}
+
+/* The object the calling thread's sheaf of s would give out next (the one
+ * it freed last), or NULL. */
+void *slub_sheaf_top(struct kmem_cache *s)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (!thread_is_real(t) || !t->cold[s->id].sheaf_count)
+        return NULL;
+    return t->cold[s->id].sheaf[t->cold[s->id].sheaf_count - 1];
 }
 
 /* ---- flush, shrink, destroy ----------------------------------------------- */

@@ -186,6 +186,48 @@ static void test_threads_fork_dlopen(void)
         dlclose(h);
 }
 
+/* Issue 8, cases 1 and 2: aligned requests of size 0 are unique blocks (they
+ * once returned another live allocation's address), and a size that wraps
+ * when aligned fails on every back-end. */
+static void test_aligned_edges(void)
+{
+    static const size_t aligns[] = { 16, 4096, 16384, 32768, 1u << 20, 1u << 22 };
+    for (size_t k = 0; k < sizeof aligns / sizeof *aligns; k++) {
+        size_t big = 100000;
+        unsigned char *live = vmalloc_(big);
+        memset(live, 0xa5, big);
+        void *p = NULL, *q;
+        CHECK_EQ(posix_memalign(&p, aligns[k], 0), 0);
+        q = aligned_alloc(aligns[k], 0);
+        CHECK(p && q && p != q && (uintptr_t)p % aligns[k] == 0 && (uintptr_t)q % aligns[k] == 0);
+        /* not inside the live block, and freeing them leaves it alone */
+        CHECK(!((unsigned char *)p >= live && (unsigned char *)p < live + big));
+        CHECK(!((unsigned char *)q >= live && (unsigned char *)q < live + big));
+        free(p);
+        free(q);
+        size_t bad = 0;
+        for (size_t i = 0; i < big; i++)
+            bad += live[i] != 0xa5;
+        CHECK_EQ(bad, 0);
+        free(live);
+        void *r = (void *)0x1;
+        CHECK_EQ(posix_memalign(&r, aligns[k], SIZE_MAX), ENOMEM);
+        CHECK_EQ(posix_memalign(&r, aligns[k], SIZE_MAX - aligns[k] + 2), ENOMEM);
+        CHECK(r == (void *)0x1);
+        errno = 0;
+        volatile size_t huge = SIZE_MAX;
+        CHECK(aligned_alloc(aligns[k], huge) == NULL && errno == ENOMEM);
+    }
+}
+
+/* Issue 8, case 3: interior and freed pointers reach kslab's report. */
+static void usable_interior(void *a) { char *p = vmalloc_(100); (void)malloc_usable_size(p + 8); }
+static void realloc_interior(void *a)
+{
+    char *p = vmalloc_(100), *volatile q = p + 8;
+    (void)!realloc(q, 300);
+}
+
 static void bad_free(void *a) { int x = 0; void *volatile px = &x; free(px); }
 static void double_free(void *a) { void *k = vmalloc_(48), *p = vmalloc_(48); (void)k; free(p); free(p); }
 
@@ -195,6 +237,9 @@ int main(void)
     test_malloc_free();
     test_calloc_realloc();
     test_aligned();
+    test_aligned_edges();
+    CHECK_DEATH(usable_interior, NULL, "ksize(", "inside object");
+    CHECK_DEATH(realloc_interior, NULL, "ksize(", "inside object");
     test_threads_fork_dlopen();
     CHECK_DEATH(bad_free, NULL, "kfree((any)): pointer", "was not allocated by kslab");
     CHECK_DEATH(double_free, NULL, "double free of object");

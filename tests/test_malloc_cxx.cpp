@@ -30,6 +30,21 @@ int main()
     Big *ba = new Big[3];
     CHECK(reinterpret_cast<uintptr_t>(ba) % 256 == 0);
     delete[] ba;
+    // aligned operator new of size 0: a unique block, not another live one
+    {
+        std::vector<char> live(100000, 'k');
+        void *z1 = ::operator new(0, std::align_val_t(16384));
+        void *z2 = ::operator new(0, std::align_val_t(32768));
+        CHECK(z1 && z2 && z1 != z2);
+        CHECK(reinterpret_cast<uintptr_t>(z1) % 16384 == 0 && reinterpret_cast<uintptr_t>(z2) % 32768 == 0);
+        CHECK(!(static_cast<char *>(z1) >= live.data() && static_cast<char *>(z1) < live.data() + live.size()));
+        ::operator delete(z1, std::align_val_t(16384));
+        ::operator delete(z2, std::align_val_t(32768));
+        size_t bad = 0;
+        for (char c : live)
+            bad += c != 'k';
+        CHECK(bad == 0);
+    }
     int *n = new (std::nothrow) int[10];
     CHECK(n != nullptr);
     delete[] n;

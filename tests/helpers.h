@@ -1,0 +1,56 @@
+/* helpers.h - what the tests repeat: a seeded random generator, a cache's
+ * counters, time, and the soak length (KSLAB_TEST_SECONDS). */
+#ifndef KSLAB_TEST_HELPERS_H
+#define KSLAB_TEST_HELPERS_H
+#include <kslab.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* xorshift64*: fast, seedable, good enough to pick operations */
+static inline uint64_t test_rand(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+/* The seed: KSLAB_TEST_SEED if set, else `dflt`; never 0. */
+static inline uint64_t test_seed(uint64_t dflt)
+{
+    const char *s = getenv("KSLAB_TEST_SEED");
+    uint64_t v = s ? strtoull(s, NULL, 0) : dflt;
+    return v ? v : 1;
+}
+
+static inline struct kslab_stats test_stats(struct kmem_cache *s)
+{
+    struct kslab_stats st;
+    memset(&st, 0, sizeof st);
+    kslab_cache_stats(s, &st);
+    return st;
+}
+
+static inline uint64_t test_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void sleep_seconds(double s)
+{
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    nanosleep(&ts, NULL);
+}
+
+/* How long a stress phase runs: KSLAB_TEST_SECONDS (make soak raises it). */
+static inline double test_seconds(double dflt)
+{
+    const char *s = getenv("KSLAB_TEST_SECONDS");
+    return s ? atof(s) : dflt;
+}
+#endif
