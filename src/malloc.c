@@ -15,7 +15,7 @@
  * 8-byte initial-exec pointer.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "slab_common.h"
 
 #include <errno.h>
 #include <unistd.h>

@@ -22,7 +22,7 @@
  * Lock order: a cache's list_lock is never held while calling in here;
  * pages_lock is innermost.
  */
-#include "internal.h"
+#include "slab_common.h"
 
 _Atomic(uintptr_t *) kslab_chunk_map[1u << MAP_L1_BITS];
 uint64_t kslab_arena_bits[ARENA_BITS_WORDS];

@@ -1,11 +1,14 @@
 /*
- * prim_linux.c - every call kslab makes to the operating system.
+ * prim_linux.c - every call kslab makes to the operating system (and to
+ * pthread): the prim layer of prim.h.
  *
  * Nothing here allocates from the C heap, so it is safe to use before (and
  * from inside) any malloc.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "prim.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <sched.h>
@@ -117,6 +120,28 @@ void prim_write_stderr(const char *s, size_t n)
         s += w;
         n -= (size_t)w;
     }
+}
+
+void prim_yield(void)
+{
+    sched_yield();
+}
+
+static pthread_key_t thread_key;
+
+int prim_thread_exit_hook(void (*fn)(void *))
+{
+    return pthread_key_create(&thread_key, fn);
+}
+
+void prim_thread_set(void *arg)
+{
+    pthread_setspecific(thread_key, arg);
+}
+
+void prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    pthread_atfork(prepare, parent, child);
 }
 
 _Noreturn void prim_abort(void)

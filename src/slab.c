@@ -38,7 +38,7 @@
  * Lock order: s->list_lock -> pages_lock; pages are freed and off-slab index
  * arrays allocated with list_lock dropped.
  */
-#include "internal.h"
+#include "slab.h"
 
 enum { OBJFREELIST = 0, OFF_SLAB = 1, ON_SLAB = 2 };
 enum { LIST_FULL = 0, LIST_PARTIAL = 1, LIST_FREE = 2 };
@@ -115,8 +115,8 @@ static int slab_cache_init(struct kmem_cache *s)
         order = slab_order(s->size, idx, placement, &num, &left);
     if (order > MAX_PAGE_ORDER)
         return -1;
-    s->placement = placement;
-    s->idx_size = idx;
+    slab_c(s)->placement = placement;
+    slab_c(s)->idx_size = idx;
     s->order = order;
     s->objects = num;
     s->slab_mask = ~((PAGE_SIZE << order) - 1);
@@ -125,23 +125,22 @@ static int slab_cache_init(struct kmem_cache *s)
     for (int i = 0; i < 5; i++)
         inv *= 2 - d * inv;
     s->inv = inv;
-    s->colour_off = s->align > 64 ? s->align : 64;
-    s->colour = (uint32_t)(left / s->colour_off);
-    s->colour_next = 0;
+    slab_c(s)->colour_off = s->align > 64 ? s->align : 64;
+    slab_c(s)->colour = (uint32_t)(left / slab_c(s)->colour_off);
+    slab_c(s)->colour_next = 0;
     /* enable_cpucache(): limit by object size, batchcount half of it */
-    s->limit = s->size > 131072 ? 1 : s->size > PAGE_SIZE ? 8 : s->size > 1024 ? 24
+    slab_c(s)->limit = s->size > 131072 ? 1 : s->size > PAGE_SIZE ? 8 : s->size > 1024 ? 24
              : s->size > 256 ? 54 : 120;
-    s->batchcount = (s->limit + 1) / 2;
-    s->shared = s->size <= PAGE_SIZE && prim_ncpus() > 1 ? 8 : 0;
-    s->shared_limit = s->shared * s->batchcount;
-    s->shared_array = NULL;
-    if (s->shared_limit) {
-        s->shared_array = prim_map(ALIGN_UP(s->shared_limit * sizeof(void *), PAGE_SIZE));
-        if (!s->shared_array)
+    slab_c(s)->batchcount = (slab_c(s)->limit + 1) / 2;
+    slab_c(s)->shared = s->size <= PAGE_SIZE && prim_ncpus() > 1 ? 8 : 0;
+    slab_c(s)->shared_limit = slab_c(s)->shared * slab_c(s)->batchcount;
+    slab_c(s)->shared_array = NULL;
+    if (slab_c(s)->shared_limit) {
+        slab_c(s)->shared_array = prim_map(ALIGN_UP(slab_c(s)->shared_limit * sizeof(void *), PAGE_SIZE));
+        if (!slab_c(s)->shared_array)
             return -1;
     }
-    s->free_limit = (1 + prim_ncpus()) * s->batchcount + s->objects;
-    s->min_partial = 0;
+    slab_c(s)->free_limit = (1 + prim_ncpus()) * slab_c(s)->batchcount + s->objects;
     return 0;
 }
 
@@ -150,16 +149,16 @@ static int slab_cache_init(struct kmem_cache *s)
 static inline unsigned idx_get(const struct kmem_cache *s, const struct slab *slab, unsigned i)
 {
     const void *a = slab->freelist;
-    return s->idx_size == 1 ? ((const uint8_t *)a)[i]
-         : s->idx_size == 2 ? ((const uint16_t *)a)[i] : ((const uint32_t *)a)[i];
+    return slab_c(s)->idx_size == 1 ? ((const uint8_t *)a)[i]
+         : slab_c(s)->idx_size == 2 ? ((const uint16_t *)a)[i] : ((const uint32_t *)a)[i];
 }
 
 static inline void idx_set(const struct kmem_cache *s, struct slab *slab, unsigned i, unsigned v)
 {
     void *a = slab->freelist;
-    if (s->idx_size == 1)
+    if (slab_c(s)->idx_size == 1)
         ((uint8_t *)a)[i] = (uint8_t)v;
-    else if (s->idx_size == 2)
+    else if (slab_c(s)->idx_size == 2)
         ((uint16_t *)a)[i] = (uint16_t)v;
     else
         ((uint32_t *)a)[i] = v;
@@ -176,7 +175,7 @@ static void *slab_get_obj(struct kmem_cache *s, struct slab *slab)
     unsigned active = slab->counters.inuse;
     void *obj = slab_mem(slab) + (size_t)idx_get(s, slab, active) * s->size;
     slab->counters.inuse = active + 1;
-    if (s->placement == OBJFREELIST && active + 1 == s->objects)
+    if (slab_c(s)->placement == OBJFREELIST && active + 1 == s->objects)
         slab->freelist = NULL;         /* the array's host object was the last one */
     return obj;
 }
@@ -186,13 +185,13 @@ static void slab_put_obj(struct kmem_cache *s, struct slab *slab, void *obj)
 {
     unsigned active = slab->counters.inuse;
     if (unlikely(active == 0))
-        kslab_report("double free of object %p in cache %s", obj, s->name);
+        kslab_double_free(s, obj);
     unsigned idx = (unsigned)(((char *)obj - slab_mem(slab)) / s->size);
-    if (s->placement == OBJFREELIST && !slab->freelist)
+    if (slab_c(s)->placement == OBJFREELIST && !slab->freelist)
         slab->freelist = obj;          /* a full slab: the freed object hosts the array */
     for (unsigned i = active; i < s->objects; i++)  /* freed twice (not at the array top)? */
         if (unlikely(idx_get(s, slab, i) == idx))
-            kslab_report("double free of object %p in cache %s", obj, s->name);
+            kslab_double_free(s, obj);
     slab->counters.inuse = active - 1;
     idx_set(s, slab, active - 1, idx);
 }
@@ -201,8 +200,8 @@ static void slab_put_obj(struct kmem_cache *s, struct slab *slab, void *obj)
 
 static struct slab **list_head(struct kmem_cache *s, unsigned which)
 {
-    return which == LIST_FULL ? &s->slabs_full : which == LIST_PARTIAL ? &s->partial
-                                                                         : &s->slabs_free;
+    return which == LIST_FULL ? &slab_c(s)->slabs_full : which == LIST_PARTIAL ? &s->partial
+                                                                         : &slab_c(s)->slabs_free;
 }
 
 static void list_add_slab(struct kmem_cache *s, struct slab *slab, unsigned which)
@@ -248,8 +247,8 @@ static void list_fix(struct kmem_cache *s, struct slab *slab)
 static bool cache_grow(struct kmem_cache *s)
 {
     void *offslab = NULL;
-    if (s->placement == OFF_SLAB) {
-        offslab = kmalloc((size_t)s->objects * s->idx_size, GFP_KERNEL);
+    if (slab_c(s)->placement == OFF_SLAB) {
+        offslab = kmalloc((size_t)s->objects * slab_c(s)->idx_size, GFP_KERNEL);
         if (!offslab)
             return false;
     }
@@ -260,19 +259,19 @@ static bool cache_grow(struct kmem_cache *s)
     }
     char *base = slab_address(slab);
     kslab_lock(&s->list_lock);
-    uint32_t colour = s->colour_next;
-    if (++s->colour_next > s->colour)
-        s->colour_next = 0;
+    uint32_t colour = slab_c(s)->colour_next;
+    if (++slab_c(s)->colour_next > slab_c(s)->colour)
+        slab_c(s)->colour_next = 0;
     kslab_unlock(&s->list_lock);
-    slab->pg_colour = colour * s->colour_off;
+    slab->pg_colour = colour * slab_c(s)->colour_off;
     char *mem = base + slab->pg_colour;
     if (s->ctor)
         for (unsigned i = 0; i < s->objects; i++)
             s->ctor(mem + (size_t)i * s->size);
-    if (s->placement == OFF_SLAB)
+    if (slab_c(s)->placement == OFF_SLAB)
         slab->freelist = offslab;
-    else if (s->placement == ON_SLAB)
-        slab->freelist = base + (PAGE_SIZE << s->order) - (size_t)s->objects * s->idx_size;
+    else if (slab_c(s)->placement == ON_SLAB)
+        slab->freelist = base + (PAGE_SIZE << s->order) - (size_t)s->objects * slab_c(s)->idx_size;
     else                               /* hosted by the last object, allocated last */
         slab->freelist = mem + (size_t)(s->objects - 1) * s->size;
     slab->counters.word = 0;
@@ -286,7 +285,7 @@ static bool cache_grow(struct kmem_cache *s)
     kslab_count(s, ALLOC_SLAB, 1);
     kslab_lock(&s->list_lock);
     list_add_slab(s, slab, LIST_FREE);
-    s->free_objects += s->objects;
+    slab_c(s)->free_objects += s->objects;
     kslab_unlock(&s->list_lock);
     return true;
 }
@@ -295,11 +294,8 @@ static void free_offslab(void *x);
 
 static void slab_destroy(struct kmem_cache *s, struct slab *slab)
 {
-    void *offslab = s->placement == OFF_SLAB ? slab->freelist : NULL;
-    atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
-    kslab_count(s, FREE_SLAB, 1);
-    pages_free(slab, s->order);
+    void *offslab = slab_c(s)->placement == OFF_SLAB ? slab->freelist : NULL;
+    kslab_discard_slab(s, NULL, slab);
     if (offslab)
         free_offslab(offslab);
 }
@@ -311,10 +307,10 @@ static struct slab *trim_free_slabs(struct kmem_cache *s, unsigned long keep)
     struct slab *out = NULL;
     if (s->flags & SLAB_TYPESAFE_BY_RCU)
         return NULL;                   /* its slabs stay while the cache lives */
-    while (s->slabs_free && s->free_objects > keep) {
-        struct slab *slab = s->slabs_free;
+    while (slab_c(s)->slabs_free && slab_c(s)->free_objects > keep) {
+        struct slab *slab = slab_c(s)->slabs_free;
         list_del_slab(s, slab);
-        s->free_objects -= s->objects;
+        slab_c(s)->free_objects -= s->objects;
         slab->next = out;
         out = slab;
     }
@@ -337,7 +333,7 @@ static void free_block(struct kmem_cache *s, void **objs, unsigned n)
         void *obj = objs[i];
         struct slab *slab = addr_desc((uintptr_t)obj & s->slab_mask);
         slab_put_obj(s, slab, obj);
-        s->free_objects++;
+        slab_c(s)->free_objects++;
         list_fix(s, slab);
     }
 }
@@ -349,18 +345,18 @@ static void free_block(struct kmem_cache *s, void **objs, unsigned n)
 static struct slab *maybe_reap(struct kmem_cache *s)
 {
     uint64_t now = prim_now_ns();
-    if (now - s->last_reap_ns < REAP_INTERVAL_NS)
+    if (now - slab_c(s)->last_reap_ns < REAP_INTERVAL_NS)
         return NULL;
-    s->last_reap_ns = now;
-    unsigned n = (s->limit + 4) / 5;
-    if (n > s->shared_avail)
-        n = s->shared_avail;
+    slab_c(s)->last_reap_ns = now;
+    unsigned n = (slab_c(s)->limit + 4) / 5;
+    if (n > slab_c(s)->shared_avail)
+        n = slab_c(s)->shared_avail;
     if (n) {
-        free_block(s, s->shared_array, n);
-        memmove(s->shared_array, s->shared_array + n, (s->shared_avail - n) * sizeof(void *));
-        s->shared_avail -= n;
+        free_block(s, slab_c(s)->shared_array, n);
+        memmove(slab_c(s)->shared_array, slab_c(s)->shared_array + n, (slab_c(s)->shared_avail - n) * sizeof(void *));
+        slab_c(s)->shared_avail -= n;
     }
-    return trim_free_slabs(s, s->free_limit);
+    return trim_free_slabs(s, slab_c(s)->free_limit);
 }
 
 /* ---- allocation ------------------------------------------------------------------ */
@@ -368,24 +364,24 @@ static struct slab *maybe_reap(struct kmem_cache *s)
 /* cache_alloc_refill(): fill the array cache with up to batchcount objects. */
 static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
 {
-    unsigned batch = s->batchcount;
+    unsigned batch = slab_c(s)->batchcount;
     for (;;) {                         /* until we get objects or cannot grow */
         kslab_lock(&s->list_lock);
         struct slab *reap = maybe_reap(s);
-        if (s->shared_avail) {          /* the shared array first */
-            unsigned n = s->shared_avail < batch ? s->shared_avail : batch;
-            s->shared_avail -= n;
-            memcpy(ac->sheaf + ac->sheaf_count, s->shared_array + s->shared_avail,
+        if (slab_c(s)->shared_avail) {          /* the shared array first */
+            unsigned n = slab_c(s)->shared_avail < batch ? slab_c(s)->shared_avail : batch;
+            slab_c(s)->shared_avail -= n;
+            memcpy(ac->sheaf + ac->sheaf_count, slab_c(s)->shared_array + slab_c(s)->shared_avail,
                    n * sizeof(void *));
             ac->sheaf_count += n;
         }
         while (ac->sheaf_count < batch) {
-            struct slab *slab = s->partial ? s->partial : s->slabs_free;
+            struct slab *slab = s->partial ? s->partial : slab_c(s)->slabs_free;
             if (!slab)
                 break;
             while (slab->counters.inuse < s->objects && ac->sheaf_count < batch) {
                 ac->sheaf[ac->sheaf_count++] = slab_get_obj(s, slab);
-                s->free_objects--;
+                slab_c(s)->free_objects--;
             }
             list_fix(s, slab);
         }
@@ -405,10 +401,10 @@ static void *alloc_one_direct(struct kmem_cache *s)
     for (;;) {
         void *obj = NULL;
         kslab_lock(&s->list_lock);
-        struct slab *slab = s->partial ? s->partial : s->slabs_free;
+        struct slab *slab = s->partial ? s->partial : slab_c(s)->slabs_free;
         if (slab) {
             obj = slab_get_obj(s, slab);
-            s->free_objects--;
+            slab_c(s)->free_objects--;
             list_fix(s, slab);
         }
         kslab_unlock(&s->list_lock);
@@ -449,18 +445,18 @@ static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
  * it has room, else back to their slabs. */
 static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
 {
-    unsigned batch = s->batchcount < ac->sheaf_count ? s->batchcount : ac->sheaf_count;
+    unsigned batch = slab_c(s)->batchcount < ac->sheaf_count ? slab_c(s)->batchcount : ac->sheaf_count;
     kslab_lock(&s->list_lock);
     struct slab *reap = maybe_reap(s);
-    unsigned room = s->shared_limit - s->shared_avail;
+    unsigned room = slab_c(s)->shared_limit - slab_c(s)->shared_avail;
     if (room) {
         unsigned n = room < batch ? room : batch;
-        memcpy(s->shared_array + s->shared_avail, ac->sheaf, n * sizeof(void *));
-        s->shared_avail += n;
+        memcpy(slab_c(s)->shared_array + slab_c(s)->shared_avail, ac->sheaf, n * sizeof(void *));
+        slab_c(s)->shared_avail += n;
         batch = n;
     } else {
         free_block(s, ac->sheaf, batch);
-        struct slab *more = trim_free_slabs(s, s->free_limit);
+        struct slab *more = trim_free_slabs(s, slab_c(s)->free_limit);
         while (more) {
             struct slab *m = more;
             more = m->next;
@@ -474,30 +470,12 @@ static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *a
     destroy_list(s, reap);
 }
 
-/* The object's slab, validated: x must be an object start of a live slab of
- * want (or of any cache when want is NULL). */
-static struct slab *slab_check(struct kmem_cache *want, void *x, const char *fn,
-                               struct kmem_cache **sp)
-{
-    if (!in_arena(x))
-        kslab_bad_free(fn, want, x);
-    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
-    if (!s || (want && s != want))
-        kslab_bad_free(fn, want, x);
-    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
-    if (slab->pg_state != PG_SLAB ||
-        !kslab_object_start(s, (uintptr_t)slab_mem(slab), x))
-        kslab_bad_free(fn, want, x);
-    *sp = s;
-    return slab;
-}
-
 /* x straight back into its slab, bypassing the array cache. */
 static void free_to_slab(struct kmem_cache *s, void *x)
 {
     kslab_lock(&s->list_lock);
     free_block(s, &x, 1);
-    struct slab *reap = trim_free_slabs(s, s->free_limit);
+    struct slab *reap = trim_free_slabs(s, slab_c(s)->free_limit);
     kslab_unlock(&s->list_lock);
     destroy_list(s, reap);
     stat_add(s, NULL, FREE_SLOWPATH, 1);
@@ -509,14 +487,14 @@ static void free_to_slab(struct kmem_cache *s, void *x)
 static void free_offslab(void *x)
 {
     struct kmem_cache *s;
-    slab_check(NULL, x, "kfree", &s);
+    kslab_object_slab(NULL, x, "kfree", &s);
     free_to_slab(s, x);
 }
 
 static void slab_free(struct kmem_cache *want, void *x, const char *fn)
 {
     struct kmem_cache *s;
-    slab_check(want, x, fn, &s);
+    kslab_object_slab(want, x, fn, &s);
     struct kslab_thread *t = kslab_thread_get();
     if (unlikely(!t)) {
         free_to_slab(s, x);
@@ -524,8 +502,8 @@ static void slab_free(struct kmem_cache *want, void *x, const char *fn)
     }
     struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
     if (unlikely(ac->sheaf_count && ac->sheaf[ac->sheaf_count - 1] == x))
-        kslab_report("double free of object %p in cache %s", x, s->name);
-    if (unlikely(ac->sheaf_count >= s->limit))
+        kslab_double_free(s, x);
+    if (unlikely(ac->sheaf_count >= slab_c(s)->limit))
         cache_flusharray(s, ac);
     ac->sheaf[ac->sheaf_count++] = x;
     counter_inc(&t->cpu[s->id].free_fast, 1);
@@ -534,7 +512,7 @@ static void slab_free(struct kmem_cache *want, void *x, const char *fn)
 static size_t slab_ksize(const void *x)
 {
     struct kmem_cache *s;
-    slab_check(NULL, (void *)x, "ksize", &s);
+    kslab_object_slab(NULL, x, "ksize", &s);
     return s->size;
 }
 
@@ -547,7 +525,7 @@ static void slab_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
         return;
     kslab_lock(&s->list_lock);
     free_block(s, ac->sheaf, ac->sheaf_count);
-    struct slab *reap = trim_free_slabs(s, s->free_limit);
+    struct slab *reap = trim_free_slabs(s, slab_c(s)->free_limit);
     kslab_unlock(&s->list_lock);
     ac->sheaf_count = 0;
     destroy_list(s, reap);
@@ -559,9 +537,9 @@ static int slab_shrink(struct kmem_cache *s)
     if (thread_is_real(t))
         slab_flush_thread(t, s);
     kslab_lock(&s->list_lock);
-    if (s->shared_avail)
-        free_block(s, s->shared_array, s->shared_avail);
-    s->shared_avail = 0;
+    if (slab_c(s)->shared_avail)
+        free_block(s, slab_c(s)->shared_array, slab_c(s)->shared_avail);
+    slab_c(s)->shared_avail = 0;
     struct slab *reap = trim_free_slabs(s, 0);
     kslab_unlock(&s->list_lock);
     destroy_list(s, reap);
@@ -571,27 +549,27 @@ static int slab_shrink(struct kmem_cache *s)
 
 static long slab_destroy_all(struct kmem_cache *s)
 {
-    s->partial = s->slabs_full = s->slabs_free = NULL;
+    s->partial = slab_c(s)->slabs_full = slab_c(s)->slabs_free = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
-    s->shared_avail = 0;
-    s->free_objects = 0;
+    slab_c(s)->shared_avail = 0;
+    slab_c(s)->free_objects = 0;
     struct slab *all = pages_take_slabs(s);
     long n = 0;
     for (struct slab *d = all; d; d = d->next)
         n++;
     destroy_list(s, all);
-    if (s->shared_array)
-        prim_unmap(s->shared_array, ALIGN_UP(s->shared_limit * sizeof(void *), PAGE_SIZE));
-    s->shared_array = NULL;
+    if (slab_c(s)->shared_array)
+        prim_unmap(slab_c(s)->shared_array, ALIGN_UP(slab_c(s)->shared_limit * sizeof(void *), PAGE_SIZE));
+    slab_c(s)->shared_array = NULL;
     return n;
 }
 
 static void slab_tunables(struct kmem_cache *s, unsigned out[4])
 {
-    out[0] = s->limit;
-    out[1] = s->batchcount;
-    out[2] = s->shared;
-    out[3] = s->shared_avail;
+    out[0] = slab_c(s)->limit;
+    out[1] = slab_c(s)->batchcount;
+    out[2] = slab_c(s)->shared;
+    out[3] = slab_c(s)->shared_avail;
 }
 
 const struct kslab_backend slab_backend = {
@@ -600,6 +578,8 @@ const struct kslab_backend slab_backend = {
     .alloc = slab_alloc,
     .free = slab_free,
     .ksize = slab_ksize,
+    .alloc_bulk = kslab_alloc_bulk_each,
+    .free_bulk = kslab_free_bulk_each,
     .flush_thread = slab_flush_thread,
     .shrink = slab_shrink,
     .destroy = slab_destroy_all,

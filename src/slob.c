@@ -28,9 +28,7 @@
  * Page states: on a list (has free units), full (on no list), released.
  * Lock order: slob_lock -> pages_lock (pages are freed with it dropped).
  */
-#include "internal.h"
-#include <stdio.h>
-#include <stdlib.h>
+#include "slob.h"
 
 #define UNIT 8u
 #define PAGE_UNITS (PAGE_SIZE / UNIT)
@@ -211,9 +209,9 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     size_t bytes = kmalloc_size ? kmalloc_size : s->object_size;
     if (s->flags & SLAB_TYPESAFE_BY_RCU) {
         kslab_lock(&slob_lock);
-        void *obj = s->rcu_free;
+        void *obj = slob_c(s)->rcu_free;
         if (obj)
-            s->rcu_free = *rcu_link(s, obj);
+            slob_c(s)->rcu_free = *rcu_link(s, obj);
         kslab_unlock(&slob_lock);
         if (obj) {
             kslab_count(s, ALLOC_SLOWPATH, 1);
@@ -328,7 +326,7 @@ static void slob_free(struct kmem_cache *want, void *x, const char *fn)
         /* the header of a freed block survives coalescing until the memory
          * is handed out again: this object was freed already */
         kslab_unlock(&slob_lock);
-        kslab_report("double free of object %p in cache %s", x, cache_name(h->id));
+        kslab_double_free(kslab_cache_by_id(h->id), x);
     }
     if (h->tag != used_tag(x))
         slob_bad(fn, want, x, page);
@@ -339,13 +337,13 @@ static void slob_free(struct kmem_cache *want, void *x, const char *fn)
                      cache_name(h->id), want->name);
     }
     if (s && (s->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0) {
-        void *top = s->rcu_free;
+        void *top = slob_c(s)->rcu_free;
         if (top == x) {
             kslab_unlock(&slob_lock);
-            kslab_report("double free of object %p in cache %s", x, s->name);
+            kslab_double_free(s, x);
         }
         *rcu_link(s, x) = top;        /* stays this cache's: type-safe for stale readers */
-        s->rcu_free = x;
+        slob_c(s)->rcu_free = x;
         kslab_unlock(&slob_lock);
         kslab_count(s, FREE_SLOWPATH, 1);
         return;
@@ -481,7 +479,7 @@ static void slob_collect_big(struct slab *sp, void *arg)
 static long slob_destroy(struct kmem_cache *s)
 {
     struct slob_walk w = { .s = s };
-    s->rcu_free = NULL;              /* its objects are still used blocks: freed below */
+    slob_c(s)->rcu_free = NULL;              /* its objects are still used blocks: freed below */
     do {
         w.n = 0;
         pages_for_each_slab(&slob_pages, slob_collect_page, &w);
@@ -528,48 +526,11 @@ const struct kslab_backend slob_backend = {
     .alloc = slob_alloc,
     .free = slob_free,
     .ksize = slob_ksize,
+    .alloc_bulk = kslab_alloc_bulk_each,
+    .free_bulk = kslab_free_bulk_each,
     .shrink = slob_shrink,
     .destroy = slob_destroy,
     .tunables = NULL,
     .atfork = slob_atfork,
     .kmalloc_aligned = slob_kmalloc_aligned,
 };
-
-#ifdef KSLAB_SLOB_DEBUG
-/* Debug: check every page's block chain and free list. */
-static void check_page(struct slab *sp, void *arg)
-{
-    char *page = slab_address(sp);
-    unsigned u = 0, freeu = 0, nfree = 0;
-    while (u < PAGE_UNITS) {
-        struct slob_hdr *h = unit_at(page, u);
-        if (!h->units) { fprintf(stderr, "zero units at %u\n", u); abort(); }
-        if (h->tag == TAG_FREE) { freeu += h->units; nfree++; }
-        else if (h->tag != used_tag(h + 1)) { fprintf(stderr, "bad tag at %u page %p\n", u, page); abort(); }
-        u += h->units;
-    }
-    if (u != PAGE_UNITS) { fprintf(stderr, "overrun %u\n", u); abort(); }
-    if (freeu != sp->counters.inuse) { fprintf(stderr, "free units %u vs %u page %p\n", freeu, sp->counters.inuse, page); abort(); }
-    unsigned cur = sp->counters.inuse ? (unsigned)(uintptr_t)sp->freelist : NO_NEXT, n = 0, last = 0;
-    while (cur != NO_NEXT) { if (n && cur <= last) { fprintf(stderr, "unsorted\n"); abort(); } struct slob_hdr *h = unit_at(page, cur); if (h->tag != TAG_FREE) { fprintf(stderr, "list hits used block %u page %p\n", cur, page); abort(); } last = cur; cur = h->next; n++; }
-    if (n != nfree) { fprintf(stderr, "list %u vs blocks %u page %p\n", n, nfree, page); abort(); }
-}
-void kslab_slob_check(void)
-{
-    pages_for_each_slab(&slob_pages, check_page, NULL);
-}
-#endif
-#ifdef KSLAB_SLOB_DEBUG
-void kslab_slob_dump(void *addr)
-{
-    struct slab *sp = addr_desc((uintptr_t)addr);
-    char *page = slab_address(sp);
-    fprintf(stderr, "page %p freeunits %u first %lu:", page, sp->counters.inuse, (unsigned long)(uintptr_t)sp->freelist);
-    for (unsigned u = 0; u < PAGE_UNITS;) { struct slob_hdr *h = unit_at(page, u); fprintf(stderr, " [%u %s %u n%u]", u, h->tag == TAG_FREE ? "F" : "U", h->units, h->next); if (!h->units) break; u += h->units; }
-    fprintf(stderr, "\n");
-}
-#endif
-#ifdef KSLAB_SLOB_DEBUG
-static void dump_cb(struct slab *sp, void *arg) { kslab_slob_dump(slab_address(sp)); }
-void kslab_slob_dump_all(void) { pages_for_each_slab(&slob_pages, dump_cb, NULL); }
-#endif

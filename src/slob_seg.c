@@ -20,7 +20,7 @@
  * that takes the thread registry lock, which fork's prepare handler holds
  * while it takes every list_lock.
  */
-#include "internal.h"
+#include "slub.h"
 
 static inline void *fp_get(const struct kmem_cache *s, void *o)
 {
@@ -31,39 +31,17 @@ static inline void fp_set(const struct kmem_cache *s, void *o, void *v)
     *(void **)((char *)o + s->offset) = v;
 }
 
-static int seg_cache_init(struct kmem_cache *s)
-{
-    return slub_backend.cache_init(s);   /* same geometry as SLUB */
-}
-
-static void seg_discard(struct kmem_cache *s, struct slab *slab)
-{
-    atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
-    kslab_count(s, FREE_SLAB, 1);
-    pages_free(slab, s->order);
-}
-
-/* A new slab, its objects linked; not yet on any list. */
+/* SLUB's new slab, turned from "frozen for a thread" into "all free, on its
+ * own freelist", not yet on any list. */
 static struct slab *seg_new_slab(struct kmem_cache *s)
 {
-    struct slab *slab = pages_alloc(s->order, s);
+    void *fl;
+    struct slab *slab = slub_new_slab(s, &fl);
     if (!slab)
         return NULL;
-    char *base = slab_address(slab);
-    char *last = base + (size_t)(s->objects - 1) * s->size;
-    for (char *p = base; p <= last; p += s->size) {
-        if (s->ctor)
-            s->ctor(p);
-        fp_set(s, p, p == last ? NULL : p + s->size);
-    }
-    slab->freelist = base;
-    slab->counters.word = 0;
-    slab->counters.objects = (uint16_t)s->objects;
-    slab->counters.order = (uint8_t)s->order;
-    pages_publish(slab);
-    atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
+    slab->freelist = fl;
+    slab->counters.inuse = 0;
+    slab->counters.frozen = 0;
     kslab_count(s, ALLOC_SLAB, 1);
     return slab;
 }
@@ -95,20 +73,13 @@ static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 
 static void seg_free(struct kmem_cache *want, void *x, const char *fn)
 {
-    if (!in_arena(x))
-        kslab_bad_free(fn, want, x);
-    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
-    if (!s || (want && s != want))
-        kslab_bad_free(fn, want, x);
-    uintptr_t base = (uintptr_t)x & s->slab_mask;
-    struct slab *slab = addr_desc(base);
-    if (slab->pg_state != PG_SLAB || !kslab_object_start(s, base, x))
-        kslab_bad_free(fn, want, x);
+    struct kmem_cache *s;
+    struct slab *slab = kslab_object_slab(want, x, fn, &s);
     struct slab *discard = NULL;
     kslab_lock(&s->list_lock);
     if (slab->freelist == x || slab->counters.inuse == 0) {
         kslab_unlock(&s->list_lock);
-        kslab_report("double free of object %p in cache %s", x, s->name);
+        kslab_double_free(s, x);
     }
     bool was_full = slab->freelist == NULL;
     fp_set(s, x, slab->freelist);
@@ -117,58 +88,25 @@ static void seg_free(struct kmem_cache *want, void *x, const char *fn)
     if (was_full)
         add_partial(s, slab);
     if (slab->counters.inuse == 0 && !(s->flags & SLAB_TYPESAFE_BY_RCU) &&
-        atomic_load_explicit(&s->nr_partial, memory_order_relaxed) > s->min_partial) {
+        atomic_load_explicit(&s->nr_partial, memory_order_relaxed) > slub_c(s)->min_partial) {
         remove_partial(s, slab);
         discard = slab;
     }
     kslab_unlock(&s->list_lock);
     kslab_count(s, FREE_SLOWPATH, 1);
     if (discard)
-        seg_discard(s, discard);
+        kslab_discard_slab(s, NULL, discard);
 }
 
-static size_t seg_ksize(const void *x)
-{
-    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
-    uintptr_t base = (uintptr_t)x & (s ? s->slab_mask : 0);
-    if (!s || addr_desc(base)->pg_state != PG_SLAB || !kslab_object_start(s, base, x))
-        kslab_bad_free("ksize", NULL, x);
-    return s->size;
-}
-
-static int seg_shrink(struct kmem_cache *s)
-{
-    if (s->flags & SLAB_TYPESAFE_BY_RCU)
-        return 0;
-    struct slab *discard = take_empty_partials(s);
-    while (discard) {
-        struct slab *d = discard;
-        discard = d->next;
-        seg_discard(s, d);
-    }
-    pages_release_all();
-    return 0;
-}
-
-static long seg_destroy(struct kmem_cache *s)
-{
-    long n = 0;
-    s->partial = NULL;
-    atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
-    for (struct slab *d = pages_take_slabs(s), *next; d; d = next, n++) {
-        next = d->next;
-        seg_discard(s, d);
-    }
-    return n;
-}
-
+/* Geometry, ksize, shrink and destroy are SLUB's: the slabs are the same. */
 const struct kslab_backend slob_seg_backend = {
     .name = "slob-seg",
-    .cache_init = seg_cache_init,
+    .cache_init = slub_cache_init,
     .alloc = seg_alloc,
     .free = seg_free,
-    .ksize = seg_ksize,
-    .shrink = seg_shrink,
-    .destroy = seg_destroy,
-    .tunables = NULL,
+    .ksize = slub_ksize,
+    .alloc_bulk = kslab_alloc_bulk_each,
+    .free_bulk = kslab_free_bulk_each,
+    .shrink = slub_shrink,
+    .destroy = slub_destroy,
 };

@@ -59,7 +59,6 @@
  */
 #include "slub.h"
 
-#include <sched.h>
 
 /* ---- the double-word compare-and-swap ------------------------------------ */
 
@@ -152,7 +151,7 @@ unsigned slub_calculate_order(unsigned size)
     return get_order(size);  /* one object per slab, beyond SLUB_MAX_ORDER if need be */
 }
 
-static int slub_cache_init(struct kmem_cache *s)
+int slub_cache_init(struct kmem_cache *s)
 {
     /* Object layout: [object (object_size) | pad to word | free pointer if it
      * cannot live inside the object | ... room for red zone and user track
@@ -181,13 +180,13 @@ static int slub_cache_init(struct kmem_cache *s)
     unsigned lg = 0;
     while ((1u << (lg + 1)) <= s->size)
         lg++;
-    s->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
+    slub_c(s)->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
     /* cpu partial limit as set_cpu_partial(), converted from objects to slabs. */
     unsigned nr_objects = s->size >= PAGE_SIZE ? 6 : s->size >= 1024 ? 24 : s->size >= 256 ? 52 : 120;
-    s->cpu_partial_slabs = (nr_objects * 2 + s->objects - 1) / s->objects;
-    if (s->cpu_partial_slabs < 2)
-        s->cpu_partial_slabs = 2;
-    s->sheaf_capacity = s->size <= 256 ? 64 : s->size <= 1024 ? 32 : s->size <= 4096 ? 16 : 8;
+    slub_c(s)->cpu_partial_slabs = (nr_objects * 2 + s->objects - 1) / s->objects;
+    if (slub_c(s)->cpu_partial_slabs < 2)
+        slub_c(s)->cpu_partial_slabs = 2;
+    slub_c(s)->sheaf_capacity = s->size <= 256 ? 64 : s->size <= 1024 ? 32 : s->size <= 4096 ? 16 : 8;
     return 0;
 }
 
@@ -225,7 +224,7 @@ void remove_partial(struct kmem_cache *s, struct slab *slab)
 static bool may_discard(struct kmem_cache *s)
 {
     return !(s->flags & SLAB_TYPESAFE_BY_RCU) &&
-           atomic_load_explicit(&s->nr_partial, memory_order_relaxed) >= s->min_partial;
+           atomic_load_explicit(&s->nr_partial, memory_order_relaxed) >= slub_c(s)->min_partial;
 }
 
 /* ---- slabs ---------------------------------------------------------------- */
@@ -234,7 +233,7 @@ static bool may_discard(struct kmem_cache *s)
  * the slab comes back frozen for the caller's cpu slab (*freelist = first
  * object); without, it comes back full and unfrozen (on no list) because the
  * caller (alloc_bulk) hands every object out at once. */
-static struct slab *new_slab(struct kmem_cache *s, void **freelist)
+struct slab *slub_new_slab(struct kmem_cache *s, void **freelist)
 {
     struct slab *slab = pages_alloc(s->order, s);
     if (!slab)
@@ -262,14 +261,6 @@ static struct slab *new_slab(struct kmem_cache *s, void **freelist)
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
     return slab;
-}
-
-static void discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab)
-{
-    atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
-    stat_add(s, cc, FREE_SLAB, 1);
-    pages_free(slab, s->order);
 }
 
 /* Take the slab's whole freelist for the owning thread.  If it is empty the
@@ -353,7 +344,7 @@ static void deactivate_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc
     struct slab *discard = unfreeze_locked(s, cc, slab, freelist, tail, cnt);
     kslab_unlock(&s->list_lock);
     if (discard)
-        discard_slab(s, cc, discard);
+        kslab_discard_slab(s, cc, discard);
 }
 
 /* Move every slab of the thread's partial list to the cache's list. */
@@ -379,13 +370,13 @@ static void unfreeze_partials(struct kmem_cache *s, struct kmem_cache_cpu_cold *
     while (discard) {
         struct slab *d = discard;
         discard = d->next;
-        discard_slab(s, cc, d);
+        kslab_discard_slab(s, cc, d);
     }
 }
 
 static void put_cpu_partial(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab)
 {
-    if (cc->nr_partial >= s->cpu_partial_slabs)
+    if (cc->nr_partial >= slub_c(s)->cpu_partial_slabs)
         unfreeze_partials(s, cc);
     slab->next = cc->partial;
     cc->partial = slab;
@@ -417,7 +408,7 @@ static void *get_partial_node(struct kmem_cache *s, struct kmem_cache_cpu *c,
             cc->partial = slab;
             cc->nr_partial++;
         }
-        if (cc->nr_partial * 2 >= s->cpu_partial_slabs)
+        if (cc->nr_partial * 2 >= slub_c(s)->cpu_partial_slabs)
             break;
     }
     kslab_unlock(&s->list_lock);
@@ -462,7 +453,7 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
 {
     void *freelist = get_cpu_freelist(s, c, cc);
     if (!freelist) {
-        if (!new_slab(s, &freelist))
+        if (!slub_new_slab(s, &freelist))
             return NULL;
         stat_add(s, cc, ALLOC_SLAB, 1);
         c->slab_base = (uintptr_t)freelist;   /* the first object is at the slab's start */
@@ -471,7 +462,7 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
     return freelist;
 }
 
-void *__slub_alloc(struct kmem_cache *s, gfp_t gfp)
+static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp)
 {
     for (;;) {
         struct kslab_thread *t = kslab_thread_get();
@@ -498,7 +489,7 @@ void *__slub_alloc(struct kmem_cache *s, gfp_t gfp)
         }
         if (!(gfp & __GFP_NOFAIL))
             return NULL;
-        sched_yield();                /* __GFP_NOFAIL: retry until memory comes back */
+        prim_yield();                /* __GFP_NOFAIL: retry until memory comes back */
     }
 }
 
@@ -524,7 +515,7 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
         prior = slab_freelist(slab);
         old = slab_counters(slab);
         if (unlikely(prior == head || old.inuse < cnt))
-            kslab_report("double free of object %p in cache %s", head, s->name);
+            kslab_double_free(s, head);
         new = old;
         set_freepointer(s, tail, prior);
         new.inuse = old.inuse - cnt;
@@ -563,8 +554,15 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
     }
     kslab_unlock(&s->list_lock);
     if (discard)
-        discard_slab(s, cc, discard);
+        kslab_discard_slab(s, cc, discard);
 }
+
+/* ---- bulk free: detached freelists ------------------------------------------- */
+
+static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
+                               unsigned cnt, bool account);
+static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **p, bool account);
+static void slub_free_bulk(struct kmem_cache *want, size_t size, void **p);
 
 /* Give the older half of a full sheaf back to its slabs. */
 static void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, unsigned n)
@@ -578,7 +576,7 @@ static void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, un
     counter_inc(&cc->stat[SHEAF_FLUSH], 1);
 }
 
-void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
+static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 {
     struct kslab_thread *t = kslab_thread_get();
     struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
@@ -587,8 +585,8 @@ void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
          * last, either to the sheaf or (bulk free) straight to its slab. */
         if (unlikely((cc->sheaf_count && cc->sheaf[cc->sheaf_count - 1] == x) ||
                      slab_freelist(slab) == x))
-            kslab_report("double free of object %p in cache %s", x, s->name);
-        if (unlikely(cc->sheaf_count >= s->sheaf_capacity))
+            kslab_double_free(s, x);
+        if (unlikely(cc->sheaf_count >= slub_c(s)->sheaf_capacity))
             sheaf_flush(s, cc, cc->sheaf_count / 2);
         cc->sheaf[cc->sheaf_count++] = x;
         counter_inc(&cc->stat[FREE_SHEAF], 1);
@@ -601,7 +599,7 @@ void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 
 /* The object the calling thread's sheaf of s would give out next (the one
  * it freed last), or NULL. */
-void *slub_sheaf_top(struct kmem_cache *s)
+static void *slub_sheaf_top(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
     if (!thread_is_real(t) || !t->cold[s->id].sheaf_count)
@@ -643,7 +641,7 @@ static void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
 
 /* Take every empty slab off the cache's partial list (for shrink), linked
  * by ->next.  An empty non-frozen slab has no object anyone may free: safe. */
-struct slab *take_empty_partials(struct kmem_cache *s)
+static struct slab *take_empty_partials(struct kmem_cache *s)
 {
     struct slab *discard = NULL;
     kslab_lock(&s->list_lock);
@@ -659,7 +657,7 @@ struct slab *take_empty_partials(struct kmem_cache *s)
     return discard;
 }
 
-static int slub_shrink(struct kmem_cache *s)
+int slub_shrink(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
     if (thread_is_real(t))
@@ -670,20 +668,20 @@ static int slub_shrink(struct kmem_cache *s)
     while (discard) {
         struct slab *d = discard;
         discard = d->next;
-        discard_slab(s, NULL, d);
+        kslab_discard_slab(s, NULL, d);
     }
     pages_release_all();
     return 0;
 }
 
-static long slub_destroy_slabs(struct kmem_cache *s)
+long slub_destroy(struct kmem_cache *s)
 {
     long n = 0;
     s->partial = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
     for (struct slab *d = pages_take_slabs(s), *next; d; d = next, n++) {
         next = d->next;
-        discard_slab(s, NULL, d);
+        kslab_discard_slab(s, NULL, d);
     }
     return n;
 }
@@ -696,7 +694,7 @@ static long slub_destroy_slabs(struct kmem_cache *s)
  * a slab's worth is still wanted take a whole new slab without building its
  * freelist at all.  All or nothing: on failure everything taken is freed.
  */
-int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p)
+static int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p)
 {
     struct kslab_thread *t = kslab_thread_get();
     if (unlikely(!t)) {
@@ -731,7 +729,7 @@ int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, v
             continue;
         }
         if (size - i >= s->objects) {
-            struct slab *slab = new_slab(s, NULL);
+            struct slab *slab = slub_new_slab(s, NULL);
             if (!slab)
                 goto fail;
             stat_add(s, cc, ALLOC_SLAB, 1);
@@ -765,15 +763,15 @@ fail:
  * cache s: onto the cpu freelist if it is the thread's cpu slab, else with
  * one compare-and-swap on the slab (the kernel's detached freelist).
  */
-void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
-                        unsigned cnt, bool account)
+static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
+                               unsigned cnt, bool account)
 {
     struct kslab_thread *t = kslab_thread_get();
     if (t) {
         struct kmem_cache_cpu *c = &t->cpu[s->id];
         if (base == c->slab_base) {
             if (unlikely(c->freelist == head || c->freelist == tail))
-                kslab_report("double free of object %p in cache %s", c->freelist, s->name);
+                kslab_double_free(s, c->freelist);
             set_freepointer(s, tail, c->freelist);
             c->freelist = head;
             if (account)
@@ -787,22 +785,118 @@ void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *
         stat_add(s, cc, FREE_SLOWPATH, cnt);
 }
 
-/* SLUB's own fast paths are inlined in the front doors; these entries only
- * exist so SLUB fits the contract (slab_common.c calls __slub_alloc and the
- * SLUB free path directly when kslab_slub). */
+/*
+ * The kernel's build_detached_freelist(): take the last object, then scan
+ * back through the array linking every object of the same slab into one
+ * list (stopping after 3 objects of other slabs), and free the list at once.
+ * Consumed entries are set to NULL, as in the kernel.  Returns how many
+ * entries are still to do.  s == NULL (kfree_bulk): each object's cache
+ * comes from its page; large allocations are freed one by one.
+ */
+static cold_fn size_t free_detached_group(struct kmem_cache *want, size_t size, void **p, bool account)
+{
+    const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
+    void *x;
+    do {
+        x = p[--size];
+    } while (ZERO_OR_NULL_PTR(x) && size);
+    if (ZERO_OR_NULL_PTR(x))
+        return 0;
+    p[size] = NULL;
+    if (unlikely(!in_arena(x))) {
+        if (!want && (chunk_entry(x) & 3) == CHUNK_LARGE) {
+            kfree(x);
+            return size;
+        }
+        kslab_bad_free(fn, want, x);
+    }
+    struct kmem_cache *s;
+    kslab_object_slab(want, x, fn, &s);
+    uintptr_t base = (uintptr_t)x & s->slab_mask;
+    /* the object this thread freed last (to its sheaf) freed again */
+    void *top = slub_sheaf_top(s);
+    if (unlikely(x == top))
+        kslab_double_free(s, x);
+    void *head = x, *tail = x;
+    unsigned cnt = 1, lookahead = 3;
+    size_t first_skipped = 0;
+    while (size) {
+        void *y = p[--size];
+        if (ZERO_OR_NULL_PTR(y))
+            continue;
+        if (((uintptr_t)y & s->slab_mask) != base) {
+            if (!first_skipped)
+                first_skipped = size + 1;
+            if (!--lookahead)
+                break;
+            continue;
+        }
+        if (unlikely(!object_start(s, base, y)))
+            kslab_bad_free(fn, want ? want : s, y);
+        if (unlikely(y == head || y == top))
+            kslab_double_free(s, y);
+        set_freepointer(s, y, head);
+        head = y;
+        cnt++;
+        p[size] = NULL;
+    }
+    slub_free_detached(s, base, head, tail, cnt, account);
+    return first_skipped ? first_skipped : size;
+}
+
+static void slub_free_bulk(struct kmem_cache *want, size_t size, void **p)
+{
+    slub_free_bulk_account(want, size, p, true);
+}
+
+static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **p, bool account)
+{
+    while (size) {
+        struct kmem_cache *s = want;
+        if (!s) {
+            void *x = p[size - 1];
+            if (!ZERO_OR_NULL_PTR(x) && in_arena(x))
+                s = addr_desc((uintptr_t)x)->cache;
+        }
+        if (s && !(size = slub_free_bulk_fast(s, size, p, account)))
+            return;
+        size = free_detached_group(want, size, p, account);
+    }
+}
+
+
+/* ---- the contract's entries ---------------------------------------------------- */
+
 static void *slub_alloc_entry(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     return __slub_alloc(s, gfp);
+}
+
+/* Everything the inline fast path did not take: validate, then the sheaf or
+ * the slab. */
+static void slub_free(struct kmem_cache *want, void *x, const char *fn)
+{
+    struct kmem_cache *s;
+    struct slab *slab = kslab_object_slab(want, x, fn, &s);
+    __slub_free(s, slab, x);
+}
+
+size_t slub_ksize(const void *x)
+{
+    struct kmem_cache *s;
+    kslab_object_slab(NULL, x, "ksize", &s);
+    return s->size;
 }
 
 const struct kslab_backend slub_backend = {
     .name = "slub",
     .cache_init = slub_cache_init,
     .alloc = slub_alloc_entry,
-    .free = NULL,                  /* never called: the front doors free SLUB objects */
-    .ksize = NULL,
+    .free = slub_free,
+    .ksize = slub_ksize,
+    .alloc_bulk = slub_alloc_bulk,
+    .free_bulk = slub_free_bulk,
     .flush_thread = slub_flush_thread,
     .shrink = slub_shrink,
-    .destroy = slub_destroy_slabs,
-    .tunables = NULL,
+    .destroy = slub_destroy,
 };

@@ -1,5 +1,6 @@
 /*
- * slub.h - SLUB's fast paths, inlined into the front doors (slab_common.c).
+ * slub.h - SLUB's private header: its per-cache struct, and its fast paths,
+ * inlined into the front doors (kmalloc.c) and nowhere else.
  *
  * Allocation: one TLS load, one load of the thread's cpu freelist, one test,
  * one load of the next free pointer, one store, one counter.  Free to the
@@ -10,7 +11,33 @@
  */
 #ifndef KSLAB_SLUB_H
 #define KSLAB_SLUB_H
-#include "internal.h"
+#include "slab_common.h"
+
+/* SLUB's private per-cache state (the kernel's slub_def.h); slob-seg, which
+ * shares SLUB's slab geometry, uses min_partial too. */
+struct slub_cache {
+    unsigned long min_partial; /* empty slabs kept before returning them to the OS */
+    unsigned cpu_partial_slabs;/* limit of each thread's partial list */
+    unsigned sheaf_capacity;   /* objects a thread's sheaf holds before it is flushed */
+};
+_Static_assert(sizeof(struct slub_cache) <= KSLAB_CACHE_PRIV, "fits in kmem_cache");
+static inline struct slub_cache *slub_c(struct kmem_cache *s)
+{
+    return (struct slub_cache *)(void *)s->be_private;
+}
+
+/* Shared with slob-seg (same geometry, same partial list). */
+int slub_cache_init(struct kmem_cache *s);
+unsigned slub_calculate_order(unsigned size);
+/* A new slab, published; with freelist, its objects linked (*freelist =
+ * first) and the slab frozen for the caller; without, full and unfrozen. */
+struct slab *slub_new_slab(struct kmem_cache *s, void **freelist);
+/* The cache's doubly linked partial list (list_lock held). */
+void add_partial(struct kmem_cache *s, struct slab *slab);
+void remove_partial(struct kmem_cache *s, struct slab *slab);
+int slub_shrink(struct kmem_cache *s);
+size_t slub_ksize(const void *x);
+long slub_destroy(struct kmem_cache *s);
 
 static inline void *get_freepointer(const struct kmem_cache *s, void *object)
 {
@@ -46,7 +73,7 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
         return false;
     void *head = c->freelist;
     if (unlikely(head == x))
-        kslab_report("double free of object %p in cache %s", x, s->name);
+        kslab_double_free(s, x);
     set_freepointer(s, x, head);
     c->freelist = x;
     counter_inc(&c->free_fast, 1);
@@ -82,7 +109,7 @@ static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void
         if (obj_index(s, (uintptr_t)x - c->slab_base) >= s->objects)
             break;
         if (unlikely(x == head))
-            kslab_report("double free of object %p in cache %s", x, s->name);
+            kslab_double_free(s, x);
         set_freepointer(s, x, head);
         head = x;
         left--;

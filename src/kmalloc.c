@@ -1,0 +1,288 @@
+/*
+ * kmalloc.c - the front doors: kmem_cache_alloc/free, the kmalloc family,
+ * ksize, krealloc, the bulk calls, and the kmalloc size classes.
+ *
+ * Each front door is SLUB's inline fast path (slub.h: a handful of
+ * instructions, no lock, no atomic) and one cold, out-of-line call into the
+ * back-end contract for everything else.  Nothing here asks which back-end
+ * runs: for the others the inline test always misses.
+ */
+#define _GNU_SOURCE
+#include "slub.h"
+
+/* kmalloc classes: index -> size; the kernel's kmalloc-96 and -192 included. */
+const uint32_t kmalloc_sizes[KMALLOC_CLASSES] = {
+    8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192
+};
+const char *const kmalloc_names[KMALLOC_CLASSES] = {
+    "kmalloc-8", "kmalloc-16", "kmalloc-32", "kmalloc-64", "kmalloc-96", "kmalloc-128",
+    "kmalloc-192", "kmalloc-256", "kmalloc-512", "kmalloc-1k", "kmalloc-2k", "kmalloc-4k",
+    "kmalloc-8k"
+};
+/* Requests up to 192 bytes: class by (size - 1) / 8, as the kernel's
+ * size_index[] table; above, by the power of two. */
+static const uint8_t size_index[24] = {
+    0, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6
+};
+
+/* The boot caches (slab_common.c) are static, so the kmalloc fast path
+ * loads from a constant table and never checks for initialisation (one load:
+ * cheaper than scaling an index by sizeof(struct kmem_cache)). */
+static struct kmem_cache *const kmalloc_caches[KMALLOC_CLASSES] = {
+    &kslab_boot_caches[0], &kslab_boot_caches[1], &kslab_boot_caches[2],
+    &kslab_boot_caches[3], &kslab_boot_caches[4], &kslab_boot_caches[5],
+    &kslab_boot_caches[6], &kslab_boot_caches[7], &kslab_boot_caches[8],
+    &kslab_boot_caches[9], &kslab_boot_caches[10], &kslab_boot_caches[11],
+    &kslab_boot_caches[12]
+};
+
+static inline unsigned kmalloc_index(size_t size)
+{
+    if (size <= 192)
+        return size_index[(size - 1) / 8];
+    return (unsigned)(64 - __builtin_clzll(size - 1)) - 1;   /* fls(size - 1) - 1: 256 -> 7 */
+}
+
+struct kmem_cache *kslab_kmalloc_cache(size_t size)
+{
+    if (size == 0 || size > KMALLOC_MAX_CACHE_SIZE)
+        return NULL;
+    kslab_ensure_init();
+    return kmalloc_caches[kmalloc_index(size)];
+}
+
+/* The slow half of every allocation: the back-end, retried for __GFP_NOFAIL. */
+cold_fn void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    kslab_ensure_init();          /* first: it reads KSLAB_ALLOCATOR */
+    if (unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache("kmem_cache_alloc", s);
+    for (;;) {
+        void *p = kslab_be->alloc(s, gfp, kmalloc_size);
+        if (likely(p) || !(gfp & __GFP_NOFAIL))
+            return p;
+    }
+}
+
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
+{
+    return slub_alloc(s, flags, 0);
+}
+
+/* Everything but "x is in the thread's cpu slab of s" (the inline test):
+ * the back-end validates and frees.  want: kmem_cache_free named s. */
+static cold_fn void kmem_cache_free_slow(struct kmem_cache *s, void *x, const char *fn,
+                                         bool want)
+{
+    if (want && unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache(fn, s);
+    kslab_be->free(want ? s : NULL, x, fn);
+}
+
+void kmem_cache_free(struct kmem_cache *s, void *x)
+{
+    if (unlikely(!x))
+        return;
+    if (likely(slub_free_fast(s, x)))
+        return;
+    kmem_cache_free_slow(s, x, "kmem_cache_free", true);
+}
+
+static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
+{
+    kslab_ensure_init();
+    for (;;) {
+        void *p = large_alloc(size);
+        if (p || !(flags & __GFP_NOFAIL))
+            return p;   /* fresh mappings are zeroed: __GFP_ZERO needs nothing */
+    }
+}
+
+void *kmalloc(size_t size, gfp_t flags)
+{
+    if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE))
+        return slub_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
+    if (size == 0)
+        return ZERO_SIZE_PTR;
+    return kmalloc_large(size, flags);
+}
+
+/* ---- bulk ---------------------------------------------------------------------- */
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
+{
+    size_t done = slub_alloc_bulk_fast(s, size, p);
+    if (likely(done == size && !(gfp & __GFP_ZERO)))
+        return (int)size;       /* size == 0 returns 0 here */
+    kslab_ensure_init();
+    if (unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache("kmem_cache_alloc_bulk", s);
+    return kslab_be->alloc_bulk(s, gfp, size, done, p);
+}
+
+/* The generic bulk calls: one object at a time through the back-end. */
+int kslab_alloc_bulk_each(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p)
+{
+    for (; done < size; done++) {      /* all or nothing */
+        p[done] = kslab_alloc_slow(s, gfp, 0);
+        if (!p[done]) {
+            kslab_be->free_bulk(s, done, p);
+            return 0;
+        }
+    }
+    return (int)size;
+}
+
+void kslab_free_bulk_each(struct kmem_cache *want, size_t size, void **p)
+{
+    const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
+    while (size--) {
+        void *x = p[size];
+        if (ZERO_OR_NULL_PTR(x))
+            continue;
+        if (in_arena(x))
+            kslab_be->free(want, x, fn);
+        else if (!want && (chunk_entry(x) & 3) == CHUNK_LARGE)
+            kfree(x);
+        else
+            kslab_bad_free(fn, want, x);
+    }
+}
+
+void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
+{
+    if (s && unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache("kmem_cache_free_bulk", s);
+    kslab_ensure_init();
+    kslab_be->free_bulk(s, size, p);
+}
+
+void kfree_bulk(size_t size, void **p)
+{
+    kslab_ensure_init();
+    kslab_be->free_bulk(NULL, size, p);
+}
+
+/* noinline, not cold: marking it cold costs kfree one register move (49 -> 50
+ * instructions a call in callgrind); noinline alone keeps LTO out. */
+static noinline void kfree_slow(const void *x)
+{
+    uintptr_t e = chunk_entry(x);
+    if ((e & 3) == CHUNK_LARGE) {
+        large_free((struct large_hdr *)(e & ~(uintptr_t)3), x);
+        return;
+    }
+    kslab_bad_free("kfree", NULL, x);
+}
+
+void kfree(const void *x)
+{
+    if (unlikely(ZERO_OR_NULL_PTR(x)))
+        return;
+    if (unlikely(!in_arena(x))) {
+        kfree_slow(x);
+        return;
+    }
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (unlikely(!s))
+        kslab_bad_free("kfree", NULL, x);
+    if (likely(slub_free_fast(s, (void *)x)))
+        return;
+    kmem_cache_free_slow(s, (void *)x, "kfree", false);
+}
+
+void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
+{
+    if (align < 16)
+        align = 16;                  /* what malloc promises: max_align_t */
+    /* Size classes from 16 up are multiples of 16; a request rounded up to
+     * a multiple of align lands in a class whose objects are aligned to it
+     * (pow2 classes are naturally aligned, 96 and 192 to 32 and 64).  The
+     * overflow check comes before any back-end sees the request. */
+    size_t want = ALIGN_UP(size ? size : 1, align);
+    if (unlikely(want < size || want > KSLAB_MAX_ALLOC || align > KSLAB_MAX_ALLOC))
+        return NULL;
+    kslab_ensure_init();
+    if (kslab_be->kmalloc_aligned)
+        return kslab_be->kmalloc_aligned(size ? size : 1, align, gfp);
+    if (want <= KMALLOC_MAX_CACHE_SIZE)
+        return kmalloc(want, gfp);
+    return large_alloc_aligned(want, align > PAGE_SIZE ? align : 0);
+}
+
+size_t ksize(const void *x)
+{
+    if (ZERO_OR_NULL_PTR(x))
+        return 0;
+    if (in_arena(x))
+        return kslab_be->ksize(x);
+    uintptr_t e = chunk_entry(x);
+    if ((e & 3) == CHUNK_LARGE) {
+        struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);
+        if (h->base == x)
+            return h->size;
+    }
+    kslab_bad_free("ksize", NULL, x);
+}
+
+size_t kmalloc_size_roundup(size_t size)
+{
+    if (size == 0)
+        return 0;
+    if (size <= KMALLOC_MAX_CACHE_SIZE)
+        return kmalloc_sizes[kmalloc_index(size)];
+    if (size > SIZE_MAX - PAGE_SIZE)
+        return size;
+    return ALIGN_UP(size, PAGE_SIZE);
+}
+
+void *krealloc(const void *p, size_t new_size, gfp_t flags)
+{
+    if (unlikely(!new_size)) {
+        kfree(p);
+        return ZERO_SIZE_PTR;
+    }
+    if (ZERO_OR_NULL_PTR(p))
+        return kmalloc(new_size, flags);
+    size_t ks = ksize(p);
+    if (ks >= new_size) {
+        /* Fits in place.  With __GFP_ZERO, clear the tail so that a later
+         * growth in place still reads zeroes (the kernel's contract). */
+        if (flags & __GFP_ZERO)
+            memset((char *)p + new_size, 0, ks - new_size);
+        return (void *)p;
+    }
+    void *n = kmalloc(new_size, flags);
+    if (!n)
+        return NULL;        /* p is left alone */
+    memcpy(n, p, ks);
+    kfree(p);
+    return n;
+}
+
+void kfree_sensitive(const void *p)
+{
+    if (ZERO_OR_NULL_PTR(p))
+        return;
+    explicit_bzero((void *)p, ksize(p));
+    kfree(p);
+}
+
+char *kstrdup(const char *s, gfp_t gfp)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = kmalloc(n, gfp);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+void *kmemdup(const void *src, size_t len, gfp_t gfp)
+{
+    void *d = kmalloc(len, gfp);
+    if (d && !ZERO_OR_NULL_PTR(d))
+        memcpy(d, src, len);
+    return d;
+}

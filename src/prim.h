@@ -1,0 +1,74 @@
+/*
+ * prim.h - the bottom layer: what the compiler and the OS give kslab.
+ *
+ * prim_linux.c is the only file that calls the OS or pthread: mappings,
+ * environment, time, CPU count, stderr, abort, yield, the thread-exit hook
+ * and the fork hooks.  The spinlock and the one-line reports live here too,
+ * because every layer above uses them.
+ */
+#ifndef KSLAB_PRIM_H
+#define KSLAB_PRIM_H
+
+#include "kslab.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define noinline    __attribute__((__noinline__))
+#define cold_fn     __attribute__((cold, __noinline__))
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE  (1ul << PAGE_SHIFT)
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uintptr_t)(a) - 1))
+
+/* ---- prim: the OS ------------------------------------------------------- */
+void *prim_map(size_t bytes);                   /* anonymous RW mapping, NULL on failure */
+void *prim_map_aligned(size_t bytes, size_t align);
+void prim_unmap(void *p, size_t bytes);
+void prim_release(void *p, size_t bytes);       /* give pages back, keep the range (MADV_DONTNEED) */
+const char *prim_getenv(const char *name);      /* no allocation: safe before malloc works */
+unsigned prim_ncpus(void);
+uint64_t prim_now_ns(void);                     /* CLOCK_MONOTONIC */
+void prim_write_stderr(const char *s, size_t n);
+_Noreturn void prim_abort(void);
+void prim_yield(void);                          /* sched_yield */
+/* Thread exit: fn(arg) runs when a thread that called prim_thread_set(arg)
+ * exits (a pthread key destructor).  Registered once. */
+int prim_thread_exit_hook(void (*fn)(void *));
+void prim_thread_set(void *arg);
+/* Fork: prepare runs before fork, parent and child after it, in each. */
+void prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+
+/* ---- reports: one line on stderr, "kslab: ..." (report.c) ---------------- */
+_Noreturn void kslab_report(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
+void kslab_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
+
+/* ---- locks --------------------------------------------------------------- */
+/* Test-and-test-and-set spinlock with back-off to sched_yield.  lock() is an
+ * acquire (the critical section may not move above it), unlock() a release
+ * (writes inside are visible to the next owner). */
+typedef struct { atomic_int v; } kslab_lock_t;
+#define KSLAB_LOCK_INIT { 0 }
+void kslab_lock_slow(kslab_lock_t *l);
+static inline void kslab_lock(kslab_lock_t *l)
+{
+    int z = 0;
+    if (likely(atomic_compare_exchange_weak_explicit(&l->v, &z, 1, memory_order_acquire,
+                                                     memory_order_relaxed)))
+        return;
+    kslab_lock_slow(l);
+}
+static inline void kslab_unlock(kslab_lock_t *l)
+{
+    atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+static inline void kslab_lock_reinit(kslab_lock_t *l) /* fork child only */
+{
+    atomic_store_explicit(&l->v, 0, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * report.c - kslab's reports: one line on stderr, "kslab: ...", naming the
+ * function, the cache and the address; fatal reports then abort.  Reports
+ * never allocate (a fixed buffer, then one write).
+ */
+#define _GNU_SOURCE
+#include "slab_common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static void vreport(const char *fmt, va_list ap)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "kslab: ");
+    n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    prim_write_stderr(buf, (size_t)n);
+}
+
+void kslab_report(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
+    prim_abort();
+}
+
+void kslab_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
+}
+
+_Noreturn void kslab_double_free(struct kmem_cache *s, const void *x)
+{
+    kslab_report("double free of object %p in cache %s", x, s ? s->name : "(destroyed cache)");
+}
+
+/* The head descriptor of the slab holding x (x in an arena), or NULL if x
+ * is not in a live slab. */
+static inline struct slab *arena_slab_of(const void *x)
+{
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (!s)
+        return NULL;
+    struct slab *head = addr_desc((uintptr_t)x & s->slab_mask);
+    return head->pg_state == PG_SLAB ? head : NULL;
+}
+
+/* Why x is not a valid object (of `want` when not NULL): the one-line
+ * report every back-end's validation ends in. */
+_Noreturn void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *x)
+{
+    uintptr_t e = in_arena(x) ? CHUNK_ARENA : chunk_entry(x);
+    const char *want = s ? s->name : "(any)";
+    if ((e & 3) == CHUNK_LARGE) {
+        struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);
+        if (s)
+            kslab_report("%s(%s): pointer %p is a large kmalloc allocation, not an object of "
+                         "cache %s", fn, want, x, want);
+        kslab_report("%s(): pointer %p is inside the large allocation at %p, not at its start",
+                     fn, x, h->base);
+    }
+    if ((e & 3) != CHUNK_ARENA)
+        kslab_report("%s(%s): pointer %p was not allocated by kslab", fn, want, x);
+    struct slab *slab = arena_slab_of(x);
+    if (!slab)
+        kslab_report("%s(%s): pointer %p is not in a live slab (never allocated, or its slab "
+                     "was freed)", fn, want, x);
+    struct kmem_cache *real = slab->cache;
+    if (s && real != s)
+        kslab_report("%s(%s): object %p belongs to cache %s, not %s", fn, want, x, real->name,
+                     want);
+    uintptr_t base = (uintptr_t)slab_address(slab) + slab->pg_colour;
+    uintptr_t idx = ((uintptr_t)x - base) / real->size;
+    kslab_report("%s(%s): pointer %p is inside object %p of cache %s, not at its start", fn,
+                 real->name, x, (void *)(base + idx * real->size), real->name);
+}

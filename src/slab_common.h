@@ -1,0 +1,319 @@
+/*
+ * slab_common.h - what every back-end shares (the kernel's mm/slab.h): the
+ * common part of struct kmem_cache, the event counters, per-thread state,
+ * the back-end contract, and the common layer's functions.
+ *
+ * Files of the common layer: slab_common.c (options, init, cache
+ * lifecycle, merging), kmalloc.c (size classes and every front door:
+ * kmem_cache_alloc/free, kmalloc/kfree/ksize/krealloc, the bulk calls),
+ * thread.c (thread registry, thread exit, fork), stats.c (counters and
+ * slabinfo), report.c (one-line reports, pointer validation).
+ *
+ * Lock order (every lock in kslab, outermost first)
+ * ---------------------------------------------------
+ *   init_lock      slab_common.c  first-use initialisation
+ *   cache_lock     slab_common.c  the cache list, ids, refcounts
+ *   threads_lock   thread.c       the thread registry (and stats readers)
+ *   s->list_lock   per cache      SLUB/slob-seg partial list; SLAB's three
+ *                                 lists and shared array
+ *   slob_lock      slob.c         all of SLOB's pages and lists
+ *   pages_lock     pages.c        buddy lists, hot reserve, arena list
+ *   map_lock       pages.c        creation of chunk-map L2 tables
+ * A thread holds at most one list_lock at a time.  SLOB's destroy walker
+ * nests slob_lock inside pages_lock (pages_for_each_slab); nothing takes
+ * pages_lock under slob_lock.  fork's prepare handler takes them all in
+ * this order.
+ *
+ * The rule about thread state: creating a thread's state
+ * (kslab_thread_get) takes threads_lock, so it must never happen while any
+ * kslab lock is held.  Only the user-facing alloc/free entry points create
+ * it; everything reachable from flush, shrink, destroy, thread exit, fork,
+ * counters (kslab_count) and reports uses the state only if it exists.
+ */
+#ifndef KSLAB_SLAB_COMMON_H
+#define KSLAB_SLAB_COMMON_H
+
+#include "pages.h"
+
+#define KSLAB_MAX_CACHES 1024
+#define KSLAB_NAME_LEN 48
+
+/*
+ * Event counters, per cache (the kernel's enum stat_item under
+ * CONFIG_SLUB_STATS).  struct kslab_stats in kslab.h lists them in this
+ * order.  Which back-ends count which events is said per item.
+ */
+enum stat_item {
+    ALLOC_FASTPATH,      /* all: alloc without a lock or atomic (SLUB cpu freelist, SLAB array cache) */
+    ALLOC_SLOWPATH,      /* all: any other allocation (SLOB, slob-seg: every one) */
+    FREE_FASTPATH,       /* all: free without a lock or atomic (SLUB own cpu slab, SLAB array cache) */
+    FREE_SLOWPATH,       /* all: any other free */
+    FREE_FROZEN,         /* SLUB: slow free to a slab some thread owns (frozen) */
+    FREE_ADD_PARTIAL,    /* SLUB: slow free moved a full slab onto the cache's partial list */
+    FREE_REMOVE_PARTIAL, /* SLUB: slow free emptied a slab and took it off the partial list */
+    ALLOC_FROM_PARTIAL,  /* SLUB: cpu slab taken from the cache's partial list */
+    ALLOC_SLAB,          /* all: new slab (SLOB: new page) from the page layer */
+    ALLOC_REFILL,        /* SLUB: cpu freelist refilled from remote frees to the cpu slab */
+    FREE_SLAB,           /* all: slab (page) given back to the page layer */
+    CPUSLAB_FLUSH,       /* SLUB: cpu slab flushed (thread exit, destroy, shrink) */
+    DEACTIVATE_FULL,     /* SLUB: cpu slab dropped because it was full */
+    DEACTIVATE_EMPTY,    /* SLUB: deactivated slab was empty */
+    DEACTIVATE_PARTIAL,  /* SLUB: deactivated slab went to the partial list */
+    CMPXCHG_DOUBLE_FAIL, /* SLUB: (freelist, counters) compare-and-swap retried */
+    CPU_PARTIAL_ALLOC,   /* SLUB: cpu slab taken from the thread's partial list */
+    CPU_PARTIAL_FREE,    /* SLUB: slow free froze a full slab onto the thread's partial list */
+    CPU_PARTIAL_DRAIN,   /* SLUB: thread's partial list drained to the cache's list */
+    ALLOC_SHEAF,         /* SLUB: slow alloc served from the thread's sheaf */
+    FREE_SHEAF,          /* SLUB: slow free put into the thread's sheaf */
+    SHEAF_FLUSH,         /* SLUB: half of a full sheaf given back to its slabs */
+    NR_STATS
+};
+_Static_assert(NR_STATS == KSLAB_NR_EVENT_STATS, "stats enum and struct agree");
+
+/* Room for a back-end's private per-cache struct (slub.h, slab.h, slob.h
+ * each assert that theirs fits). */
+#define KSLAB_CACHE_PRIV 128
+
+struct kmem_cache {
+    /* ---- read by the fast paths and by pointer validation ---- */
+    uint32_t id;               /* index into every thread's cpu arrays */
+    uint32_t offset;           /* free pointer offset inside a free object */
+    uint32_t size;             /* object stride, metadata included */
+    uint32_t object_size;      /* what the user asked for */
+    uintptr_t slab_mask;       /* ~(slab bytes - 1): slabs are naturally aligned */
+    uint64_t inv;              /* inverse of size's odd part mod 2^64 (see obj_index) */
+    uint32_t shift;            /* ctz(size) */
+    uint32_t objects;          /* objects per slab (0: SLOB, whose blocks vary) */
+    uint32_t order;            /* slab = 2^order pages */
+    slab_flags_t flags;
+    uint32_t align;
+    void (*ctor)(void *);
+
+    /* ---- the per-cache ("node") slab list: SLUB, slob-seg and SLAB ---- */
+    kslab_lock_t list_lock;
+    struct slab *partial;      /* doubly linked, protected by list_lock */
+    _Atomic unsigned long nr_partial;  /* written under list_lock; read racily as a hint */
+
+    /* ---- gauges and totals, relaxed atomics (pure counters, no ordering) ---- */
+    _Atomic long nr_slabs;
+    _Atomic long total_objects;
+    _Atomic uint64_t stat_total[NR_STATS]; /* events of exited threads and thread-less paths */
+
+    /* ---- lifecycle, protected by cache_lock ---- */
+    uint32_t magic;            /* CACHE_LIVE; CACHE_DEAD after destroy (kept until the
+                                * slot is reused: kmem_cache objects are type-safe) */
+    int refcount;              /* 1 + number of merged aliases */
+    bool is_kmalloc;
+    char name[KSLAB_NAME_LEN];
+    struct kmem_cache *next_cache;
+
+    /* ---- the back-end's own per-cache state (its *_def struct) ---- */
+    _Alignas(16) unsigned char be_private[KSLAB_CACHE_PRIV];
+};
+
+#define CACHE_LIVE 0x6b6d656du   /* "kmem" */
+#define CACHE_DEAD 0xdeadcac4u
+
+/*
+ * Index of the object starting at offset `off` of a slab, or a number >=
+ * s->objects if no object starts there.  With size = d * 2^shift (d odd) and
+ * inv = d^-1 mod 2^64: if off = q * size then off * inv = q * 2^shift exactly
+ * and the rotate gives q; if size does not divide off, the low bits or the
+ * modular product make the result exceed 2^(64-shift) / d >> objects.  One
+ * multiply, one rotate, and the caller's single compare checks "inside the
+ * slab" and "at an object's start" together (and off may be "negative").
+ */
+static inline uint64_t obj_index(const struct kmem_cache *s, uintptr_t off)
+{
+    uint64_t v = (uint64_t)off * s->inv;
+    return (v >> s->shift) | (v << ((64 - s->shift) & 63));
+}
+
+/* Is x the start of an object of s in the slab whose objects begin at base? */
+static inline bool object_start(const struct kmem_cache *s, uintptr_t base, const void *x)
+{
+    return obj_index(s, (uintptr_t)x - base) < s->objects;
+}
+
+/* Per-thread, per-cache state.  Hot part: one 32-byte entry per cache
+ * (two per cache line) for the fast paths. */
+struct kmem_cache_cpu {
+    void *freelist;            /* objects the owning thread may take with no atomic */
+    uintptr_t slab_base;       /* address of the cpu slab (frozen), or NO_CPU_SLAB */
+    uint64_t alloc_fast;       /* ALLOC_FASTPATH events (relaxed atomic store by owner) */
+    uint64_t free_fast;        /* FREE_FASTPATH events */
+};
+/* "No cpu slab": a non-canonical address, so x - slab_base is never the
+ * offset of an object for any pointer a program can hold. */
+#define NO_CPU_SLAB ((uintptr_t)1 << 63)
+#define SHEAF_MAX 120   /* SLUB's sheaf and SLAB's array cache share it */
+struct kmem_cache_cpu_cold {
+    struct slab *partial;      /* frozen slabs with free objects, singly linked by ->next */
+    uint32_t nr_partial;
+    uint32_t sheaf_count;      /* objects in sheaf[] */
+    uint64_t stat[NR_STATS];   /* slow-path events (ALLOC_FASTPATH/FREE_FASTPATH unused here) */
+    void *sheaf[SHEAF_MAX];    /* free objects of any slab of the cache, owned by the thread */
+};
+
+struct kslab_thread {
+    struct kmem_cache_cpu cpu[KSLAB_MAX_CACHES];   /* must stay first: see kslab_no_thread */
+    struct kmem_cache_cpu_cold cold[KSLAB_MAX_CACHES];
+    struct kslab_thread *next_thread, *prev_thread;
+};
+
+/* The calling thread's state.  Until a thread allocates, this points at
+ * kslab_no_thread, whose cpu entries are all empty: the fast paths then fail
+ * their single test and the slow path creates the real thread state, so the
+ * fast paths need no separate "initialised?" check. */
+extern __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial-exec")));
+extern struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES];
+static inline bool thread_is_real(const struct kslab_thread *t)
+{
+    return (const void *)t != (const void *)kslab_no_thread;
+}
+struct kslab_thread *kslab_thread_get(void);   /* creates it; NULL when out of memory */
+
+/* Relaxed load + store, not an atomic RMW: only the owning thread writes a
+ * per-thread counter; readers (stats) may run concurrently and need only a
+ * value that is not torn. */
+static inline void counter_inc(uint64_t *c, uint64_t n)
+{
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+static inline void stat_add(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                            enum stat_item si, uint64_t n)
+{
+    if (cc)
+        counter_inc(&cc->stat[si], n);
+    else
+        atomic_fetch_add_explicit(&s->stat_total[si], n, memory_order_relaxed);
+}
+
+/* ---- the back-end contract ------------------------------------------------ */
+/*
+ * Every back-end implements this; common code calls only these entries and
+ * never asks which back-end runs.  The one exception is SLUB's inline fast
+ * path (slub.h) in the front doors: the other back-ends never fill the
+ * per-thread cpu entries, so it always misses for them and the call reaches
+ * the slow path, which dispatches here.  Choosing a back-end costs SLUB's
+ * fast path nothing.
+ */
+struct kslab_backend {
+    const char *name;
+    int (*cache_init)(struct kmem_cache *s);            /* layout and order; -1 if impossible */
+    /* One object.  kmalloc_size: the request (kmalloc), 0 for kmem_cache_alloc. */
+    void *(*alloc)(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
+    /* Free x, validating it.  want: the cache the caller named
+     * (kmem_cache_free), or NULL (kfree: any cache).  Reports name fn. */
+    void (*free)(struct kmem_cache *want, void *x, const char *fn);
+    size_t (*ksize)(const void *x);                     /* x is in an arena; validates */
+    /* Bulk: p[0..done) are already allocated (by the inline fast path);
+     * all or nothing.  free_bulk: want as for free; NULL entries skipped;
+     * large kmalloc blocks allowed when want is NULL. */
+    int (*alloc_bulk)(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p);
+    void (*free_bulk)(struct kmem_cache *want, size_t size, void **p);
+    /* Give t's cached objects and slabs of s back (t may be another thread,
+     * stopped or exiting).  NULL: no per-thread state.  Must not create
+     * thread state: it runs under cache_lock and threads_lock. */
+    void (*flush_thread)(struct kslab_thread *t, struct kmem_cache *s);
+    int (*shrink)(struct kmem_cache *s);
+    long (*destroy)(struct kmem_cache *s);              /* frees every slab */
+    /* slabinfo: tunables limit, batchcount, sharedfactor and sharedavail */
+    void (*tunables)(struct kmem_cache *s, unsigned out[4]);
+    /* fork: take / release / reset the back-end's own global locks (optional) */
+    void (*atfork)(int phase);                  /* 0 prepare, 1 parent, 2 child */
+    /* kmalloc with an alignment no size class gives (optional: SLOB) */
+    void *(*kmalloc_aligned)(size_t size, size_t align, gfp_t gfp);
+};
+extern const struct kslab_backend *kslab_be;
+extern const struct kslab_backend slub_backend, slab_backend, slob_backend, slob_seg_backend;
+
+/* Private gfp bit: "malloc semantics", 16-byte alignment is enough (SLOB
+ * otherwise aligns power-of-two kmalloc sizes naturally). */
+#define KSLAB_GFP_MALLOC 0x80000000u
+
+/* ---- common helpers for the back-ends ------------------------------------- */
+
+/* The head descriptor of the slab holding object x, validated: x is in an
+ * arena, in a live slab of a cache (of `want` if not NULL), at an object's
+ * start.  Otherwise the one-line report names fn, the caches and x.  Sets
+ * *sp to the object's cache.  For every back-end with fixed-stride slabs
+ * (SLUB, SLAB, slob-seg). */
+static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void *x,
+                                             const char *fn, struct kmem_cache **sp);
+_Noreturn void kslab_bad_free(const char *fn, struct kmem_cache *want, const void *x);
+_Noreturn void kslab_double_free(struct kmem_cache *s, const void *x)
+    __attribute__((cold));
+
+static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void *x,
+                                             const char *fn, struct kmem_cache **sp)
+{
+    if (unlikely(!in_arena(x)))
+        kslab_bad_free(fn, want, x);
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (unlikely(!s || (want && s != want)))
+        kslab_bad_free(fn, want, x);
+    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
+    if (unlikely(slab->pg_state != PG_SLAB ||
+                 !object_start(s, (uintptr_t)slab_address(slab) + slab->pg_colour, x)))
+        kslab_bad_free(fn, want, x);
+    *sp = s;
+    return slab;
+}
+
+/* A slab leaves its cache: gauges, FREE_SLAB, pages back to the page layer.
+ * cc: the calling thread's entry for s, or NULL. */
+void kslab_discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab);
+/* Count events for s (thread-local when the thread has state).  Never
+ * creates thread state: callable under any lock. */
+void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n);
+/* The generic bulk calls, one object at a time (SLAB, SLOB, slob-seg). */
+int kslab_alloc_bulk_each(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p);
+void kslab_free_bulk_each(struct kmem_cache *want, size_t size, void **p);
+
+/* ---- the common layer ------------------------------------------------------- */
+/* kmalloc classes (kmalloc.c): kmalloc-8 ... kmalloc-8k with -96 and -192. */
+enum { KMALLOC_CLASSES = 13 };
+extern const uint32_t kmalloc_sizes[KMALLOC_CLASSES];
+extern const char *const kmalloc_names[KMALLOC_CLASSES];
+/* kmalloc classes 0..12, then the kmem_cache cache (slab_common.c). */
+extern struct kmem_cache kslab_boot_caches[KMALLOC_CLASSES + 1];
+
+struct kslab_options {
+    bool nomerge;
+    bool slabinfo_at_exit;
+};
+extern struct kslab_options kslab_opts;
+void kslab_init(void);
+extern atomic_int kslab_initialised;
+static inline void kslab_ensure_init(void)
+{
+    /* acquire: pairs with the release at the end of kslab_init(), so a thread
+     * that sees 1 also sees the caches it set up. */
+    if (unlikely(!atomic_load_explicit(&kslab_initialised, memory_order_acquire)))
+        kslab_init();
+}
+/* The cache list (slab_common.c), protected by cache_lock. */
+extern kslab_lock_t kslab_cache_lock;
+extern struct kmem_cache *kslab_cache_list;
+struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
+/* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a
+ * destroyed one.  Slow paths only. */
+void kslab_check_cache(const char *fn, struct kmem_cache *s);
+void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
+/* kmalloc() aligned to `align` (a power of two): the malloc drop-in's core. */
+void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp);
+
+/* thread.c */
+void kslab_threads_init(void);
+void kslab_threads_atfork_init(void);
+/* Fold t's counters for s into the cache's totals and clear its entries
+ * (threads_lock held). */
+void kslab_thread_fold(struct kslab_thread *t, struct kmem_cache *s);
+/* Every thread's state, with threads_lock held (fn must not create state). */
+void kslab_for_each_thread(void (*fn)(struct kslab_thread *, void *), void *arg);
+
+/* stats.c */
+uint64_t kslab_cache_active(struct kmem_cache *s);
+
+#endif
