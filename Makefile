@@ -5,7 +5,9 @@ BUILD  ?= build
 JOBS   ?= 2
 CMAKE  ?= cmake
 
-.PHONY: all test test-plain test-asan test-tsan bench install deps clean
+SOAK_SECONDS ?= 120
+
+.PHONY: all test test-plain test-asan test-tsan bench install deps clean soak
 
 all: build/Makefile
 	$(CMAKE) --build build -j$(JOBS)
@@ -30,6 +32,11 @@ test-tsan:
 	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DKSLAB_SANITIZE=thread
 	$(CMAKE) --build build-tsan -j$(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j$(JOBS) -E install
+
+soak: deps
+	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DKSLAB_SANITIZE=thread
+	$(CMAKE) --build build-tsan -j$(JOBS)
+	sh tools/soak.sh build-tsan $(SOAK_SECONDS)
 
 bench: all
 	@sh tools/deps.sh bench

@@ -1,10 +1,11 @@
-/* bulk.c - seed 001's experiment on kslab: per-object cost of allocating and
- * freeing 256-byte objects (SLAB_HWCACHE_ALIGN) at bulk sizes 1..250, three
- * ways: one by one (fallback), alloc_bulk + kmem_cache_free_bulk, and
- * alloc_bulk + kfree_bulk.  Also the single-object fastpath.
+/* bulk.c - seed 001's experiment: per-object cost of allocating and freeing
+ * 256-byte objects at bulk sizes 1..250.  kslab build (SLAB_HWCACHE_ALIGN
+ * cache): one by one (fallback), alloc_bulk + kmem_cache_free_bulk, and
+ * alloc_bulk + kfree_bulk, plus the single-object fastpath.  malloc build
+ * (malloc_bulk, -DUSE_MALLOC): the fastpath and fallback columns for a peer.
  * Rows: who, bulk, column, ns med/min/max, cycles med/min/max. */
 #include "bench_common.h"
-#include <kslab.h>
+#include "alloc_shim.h"
 
 static const int sizes[] = { 1, 2, 3, 4, 8, 16, 30, 32, 34, 48, 64, 128, 158, 250 };
 
@@ -17,18 +18,26 @@ static void row(const char *who, int bulk, const char *col, struct result r)
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    const char *who = argc > 1 + quick ? argv[1 + quick] : kslab_allocator_name();
     long total = quick ? 2000 : 8000000;    /* objects per run */
     int runs = quick ? 3 : 7;
-    struct kmem_cache *s = kmem_cache_create("bench_bulk_256", 256, 0,
-                                             SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE, NULL);
     void *p[256];
     struct result r;
-    kmem_cache_free(s, kmem_cache_alloc(s, GFP_KERNEL));
+#if BENCH_KSLAB
+    const char *who = argc > 1 + quick ? argv[1 + quick] : kslab_allocator_name();
+    struct kmem_cache *s = kmem_cache_create("bench_bulk_256", 256, 0,
+                                             SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE, NULL);
+#define OBJ_ALLOC() kmem_cache_alloc(s, GFP_KERNEL)
+#define OBJ_FREE(o) kmem_cache_free(s, (o))
+#else
+    const char *who = argc > 1 + quick ? argv[1 + quick] : BENCH_WHO;
+#define OBJ_ALLOC() BENCH_ALLOC(256)
+#define OBJ_FREE(o) BENCH_FREE(o)
+#endif
+    OBJ_FREE(OBJ_ALLOC());
     MEASURE(r, runs, total, 1, {
-        void *o = kmem_cache_alloc(s, GFP_KERNEL);
+        void *o = OBJ_ALLOC();
         __asm__ volatile("" : : "r"(o) : "memory");
-        kmem_cache_free(s, o);
+        OBJ_FREE(o);
     });
     row(who, 0, "fastpath", r);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
@@ -36,12 +45,13 @@ int main(int argc, char **argv)
         long iters = total / n;
         MEASURE(r, runs, iters, n, {
             for (int i = 0; i < n; i++)
-                p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+                p[i] = OBJ_ALLOC();
             __asm__ volatile("" : : "r"(p) : "memory");
             for (int i = 0; i < n; i++)
-                kmem_cache_free(s, p[i]);
+                OBJ_FREE(p[i]);
         });
         row(who, n, "fallback", r);
+#if BENCH_KSLAB
         MEASURE(r, runs, iters, n, {
             if (kmem_cache_alloc_bulk(s, GFP_KERNEL, (size_t)n, p) != n)
                 abort();
@@ -54,7 +64,10 @@ int main(int argc, char **argv)
             kfree_bulk((size_t)n, p);
         });
         row(who, n, "kfree_bulk", r);
+#endif
     }
+#if BENCH_KSLAB
     kmem_cache_destroy(s);
+#endif
     return 0;
 }

@@ -8,16 +8,9 @@
  * Usage: kmalloc32 [--quick] loop|random label
  * Prints: label, mode, pairs, ns/pair, cycles/pair. */
 #include "bench_common.h"
-#ifndef USE_MALLOC
-#include <kslab.h>
-#define ALLOC32() kmalloc(32, GFP_KERNEL)
-#define FREE(p) kfree(p)
-#else
-static void *(*volatile do_malloc)(size_t) = malloc;
-static void (*volatile do_free)(void *) = free;
-#define ALLOC32() do_malloc(32)
-#define FREE(p) do_free(p)
-#endif
+#include "alloc_shim.h"
+#define ALLOC32() BENCH_ALLOC(32)
+#define FREE(p) BENCH_FREE(p)
 
 #define LIVE (1u << 20)
 

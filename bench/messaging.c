@@ -16,16 +16,9 @@
 #include <time.h>
 #include <fcntl.h>
 #include <unistd.h>
-#ifndef USE_MALLOC
-#include <kslab.h>
-#define MSG_ALLOC(n) kmalloc(n, GFP_KERNEL)
-#define MSG_FREE(p) kfree(p)
-#else
-static void *(*volatile do_malloc)(size_t) = malloc;
-static void (*volatile do_free)(void *) = free;
-#define MSG_ALLOC(n) do_malloc(n)
-#define MSG_FREE(p) do_free(p)
-#endif
+#include "alloc_shim.h"
+#define MSG_ALLOC(n) BENCH_ALLOC(n)
+#define MSG_FREE(p) BENCH_FREE(p)
 
 #define PER_GROUP 20
 #define MSG_SIZE 100
@@ -127,7 +120,7 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-#ifndef USE_MALLOC
+#if BENCH_KSLAB
     char slab[64];
     snprintf(slab, sizeof slab, "%llu\t%llu", (unsigned long long)kslab_pages_in_use() * 4,
              (unsigned long long)kslab_pages_peak() * 4);

@@ -28,7 +28,7 @@ REPORT="$OUT/report.md"
   echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)."
   echo "Date: $(date -u +%Y-%m-%dT%H:%MZ).  Timings are medians of 7 runs (spread: min-max);"
   echo "cycles are rdtsc ticks.  The machine is shared and noisy: compare rows, not absolutes."
-  echo "Slab descriptor (struct slab): $(grep -o 'sizeof(struct slab) == [0-9]*' src/internal.h | awk '{print $4}') bytes."
+  echo "Slab descriptor (struct slab): $(grep -o 'sizeof(struct slab) == [0-9]*' src/pages.h | awk '{print $4}') bytes."
   echo
 } > "$REPORT"
 

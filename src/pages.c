@@ -295,6 +295,79 @@ struct slab *pages_take_slabs(struct kmem_cache *s)
     return list;
 }
 
+/* ---- introspection, for the internal tests ------------------------------- */
+
+/* Order of the free buddy block containing p, or -1 (pages_lock). */
+static int free_order_locked(struct arena *a, size_t idx)
+{
+    for (int o = MAX_PAGE_ORDER; o >= 0; o--) {
+        size_t h = idx & ~(((size_t)1 << o) - 1);
+        if (h >= a->meta_pages && a->pages[h].pg_state == PG_FREE && a->pages[h].pg_order == o)
+            return o;
+    }
+    return -1;
+}
+
+int pages_free_order(const void *p)
+{
+    struct arena *a = (struct arena *)((uintptr_t)p & ~(CHUNK_SIZE - 1));
+    kslab_lock(&pages_lock);
+    int o = free_order_locked(a, ((uintptr_t)p >> PAGE_SHIFT) & (ARENA_PAGES - 1));
+    kslab_unlock(&pages_lock);
+    return o;
+}
+
+/* Check every arena: its pages are an exact partition into naturally aligned
+ * blocks (free, hot or allocated), free blocks are on their order's list,
+ * and no two free buddies were left unmerged.  Returns the violations. */
+long pages_check(void)
+{
+    long bad = 0;
+    kslab_lock(&pages_lock);
+    for (struct arena *a = arenas; a; a = a->next_arena) {
+        unsigned i = a->meta_pages;
+        while (i < ARENA_PAGES) {
+            struct slab *b = &a->pages[i];
+            unsigned order = b->pg_order;
+            if (b->pg_state == PG_HOT) {
+                unsigned o = 0;            /* hot blocks: order from their list */
+                for (; o <= MAX_PAGE_ORDER; o++) {
+                    struct slab *h = hot[o];
+                    while (h && h != b)
+                        h = h->next;
+                    if (h)
+                        break;
+                }
+                order = o;
+            }
+            if (order > MAX_PAGE_ORDER || (i & ((1u << order) - 1)) ||
+                i + (1u << order) > ARENA_PAGES) {
+                bad++;
+                break;
+            }
+            if (b->pg_state == PG_FREE) {
+                struct slab *f = free_area[order];
+                while (f && f != b)
+                    f = f->next;
+                bad += f == NULL;          /* a free block off its list */
+                size_t bi = i ^ (1u << order);
+                if (order < MAX_PAGE_ORDER && bi >= a->meta_pages &&
+                    bi + (1u << order) <= ARENA_PAGES && a->pages[bi].pg_state == PG_FREE &&
+                    a->pages[bi].pg_order == order)
+                    bad++;                 /* unmerged buddies */
+            } else if (b->pg_state == PG_SLAB || b->pg_state == PG_NEW) {
+                for (unsigned k = 1; k < (1u << order); k++)
+                    bad += b[k].pg_state != PG_META || b[k].cache != b->cache;
+            } else if (b->pg_state != PG_HOT) {
+                bad++;                     /* a page that heads nothing */
+            }
+            i += 1u << order;
+        }
+    }
+    kslab_unlock(&pages_lock);
+    return bad;
+}
+
 void pages_atfork_prepare(void) { kslab_lock(&map_lock); kslab_lock(&pages_lock); }
 void pages_atfork_parent(void) { kslab_unlock(&pages_lock); kslab_unlock(&map_lock); }
 void pages_atfork_child(void)

@@ -140,6 +140,10 @@ void pages_release_all(void);                   /* give the reserve of free bloc
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg);
 /* Every live slab of s, linked by ->next (for destroy: nothing else may use s). */
 struct slab *pages_take_slabs(struct kmem_cache *s);
+/* Introspection for the internal tests: the order of the free block holding
+ * p (-1 if none), and the number of buddy invariant violations. */
+int pages_free_order(const void *p);
+long pages_check(void);
 void pages_atfork_prepare(void);
 void pages_atfork_parent(void);
 void pages_atfork_child(void);

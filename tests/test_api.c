@@ -1,5 +1,6 @@
 /* test_api.c - the kernel API, function by function, with kernel semantics. */
 #include "check.h"
+#include "helpers.h"
 #include <kslab.h>
 #include <stdint.h>
 
@@ -9,13 +10,6 @@ struct foo { long a; int b; char c[20]; };
 
 static int ctor_calls;
 static void ctor(void *p) { ctor_calls++; memset(p, 0xAB, 40); }
-
-static struct kslab_stats stats(struct kmem_cache *s)
-{
-    struct kslab_stats st;
-    CHECK_EQ(kslab_cache_stats(s, &st), 0);
-    return st;
-}
 
 static void test_kmalloc_classes(void)
 {
@@ -187,13 +181,13 @@ static void test_cache_basics(void)
         for (int j = 0; j < 200; j++)
             bad += ((unsigned char *)objs[i])[j] != (i & 0xff);
     CHECK_EQ(bad, 0);
-    struct kslab_stats st = stats(c);
+    struct kslab_stats st = test_stats(c);
     CHECK_EQ(st.active_objs, 1000);
     CHECK(st.num_objs >= 1000);
     CHECK(st.alloc_slab >= 1000 / 20);
     for (int i = 0; i < 1000; i++)
         kmem_cache_free(c, objs[i]);
-    st = stats(c);
+    st = test_stats(c);
     CHECK_EQ(st.active_objs, 0);
     CHECK_EQ(st.alloc_fastpath + st.alloc_slowpath, 1000);
     CHECK_EQ(st.free_fastpath + st.free_slowpath, 1000);
@@ -206,10 +200,10 @@ static void test_cache_basics(void)
         objs[i] = kmem_cache_alloc(c, GFP_KERNEL);
     kmem_cache_free(c, objs[3]);
     kmem_cache_free(c, objs[500]);
-    uint64_t sheaf_allocs = stats(c).alloc_sheaf;
+    uint64_t sheaf_allocs = test_stats(c).alloc_sheaf;
     void *a1 = kmem_cache_alloc(c, GFP_KERNEL), *a2 = kmem_cache_alloc(c, GFP_KERNEL);
     if (is_slub()) {
-        CHECK(stats(c).alloc_sheaf == sheaf_allocs + 2);
+        CHECK(test_stats(c).alloc_sheaf == sheaf_allocs + 2);
         CHECK(a1 == objs[500] && a2 == objs[3]);    /* LIFO */
     }
     for (int i = 0; i < 1000; i++)
@@ -217,11 +211,11 @@ static void test_cache_basics(void)
             kmem_cache_free(c, objs[i]);
     kmem_cache_free(c, a1);
     kmem_cache_free(c, a2);
-    CHECK_EQ(stats(c).active_objs, 0);
+    CHECK_EQ(test_stats(c).active_objs, 0);
     /* shrink: everything empty goes back to the page layer */
     uint64_t before = kslab_pages_in_use();
     CHECK_EQ(kmem_cache_shrink(c), 0);
-    st = stats(c);
+    st = test_stats(c);
     CHECK_EQ(st.num_slabs, 0);
     if (strcmp(kslab_allocator_name(), "slob") == 0)
         CHECK(kslab_pages_in_use() <= before);   /* SLOB released them at once */
@@ -353,7 +347,7 @@ static void test_rcu_cache(void)
         kmem_cache_free(c, objs[i]);
     }
     kmem_cache_shrink(c);
-    struct kslab_stats st = stats(c);
+    struct kslab_stats st = test_stats(c);
     CHECK_EQ(st.free_slab, 0);                     /* slabs stay while the cache lives */
     /* a stale pointer still reads memory of the same type: the object's
      * contents outside the free pointer are intact */

@@ -1,16 +1,10 @@
 /* test_bulk.c - kmem_cache_alloc_bulk / kmem_cache_free_bulk / kfree_bulk
  * with the kernel's semantics. */
 #include "check.h"
+#include "helpers.h"
 #include <kslab.h>
 #include <pthread.h>
 #include <stdint.h>
-
-static struct kslab_stats stats(struct kmem_cache *s)
-{
-    struct kslab_stats st;
-    kslab_cache_stats(s, &st);
-    return st;
-}
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -40,12 +34,12 @@ static void test_sizes(void)
             bad += ((unsigned char *)p[i])[255] != (i & 0xff);
         CHECK_EQ(overlap, 0);
         CHECK_EQ(bad, 0);
-        CHECK_EQ(stats(c).active_objs, n);
+        CHECK_EQ(test_stats(c).active_objs, n);
         if (k % 2)
             kmem_cache_free_bulk(c, (size_t)n, p);
         else
             kfree_bulk((size_t)n, p);
-        CHECK_EQ(stats(c).active_objs, 0);
+        CHECK_EQ(test_stats(c).active_objs, 0);
     }
     /* __GFP_ZERO */
     CHECK_EQ(kmem_cache_alloc_bulk(c, GFP_KERNEL, 100, p), 100);
@@ -62,9 +56,9 @@ static void test_sizes(void)
     void *keep = p[10];
     p[10] = NULL;
     kmem_cache_free_bulk(c, 100, p);
-    CHECK_EQ(stats(c).active_objs, 1);
+    CHECK_EQ(test_stats(c).active_objs, 1);
     kmem_cache_free(c, keep);
-    CHECK_EQ(stats(c).active_objs, 0);
+    CHECK_EQ(test_stats(c).active_objs, 0);
     kmem_cache_free_bulk(c, 0, p);
     kmem_cache_destroy(c);
 }
@@ -87,9 +81,9 @@ static void test_kfree_bulk_mixed(void)
             memset(p[i], 0x11, sizes[i]);
     }
     kfree_bulk(1000, p);
-    CHECK_EQ(stats(a).active_objs, 0);
-    CHECK_EQ(stats(b).active_objs, 0);
-    CHECK_EQ(stats(kslab_kmalloc_cache(32)).active_objs, 0);  /* large headers gone too */
+    CHECK_EQ(test_stats(a).active_objs, 0);
+    CHECK_EQ(test_stats(b).active_objs, 0);
+    CHECK_EQ(test_stats(kslab_kmalloc_cache(32)).active_objs, 0);  /* large headers gone too */
     kmem_cache_destroy(a);
     kmem_cache_destroy(b);
 }
@@ -112,13 +106,13 @@ static void test_cross_thread(void)
         pthread_t t;
         pthread_create(&t, NULL, remote_free, NULL);
         pthread_join(t, NULL);
-        CHECK_EQ(stats(xc).active_objs, 0);
+        CHECK_EQ(test_stats(xc).active_objs, 0);
     }
-    struct kslab_stats st = stats(xc);
+    struct kslab_stats st = test_stats(xc);
     CHECK(st.free_slowpath + st.free_fastpath >= 20 * 5000);
     /* far fewer compare-and-swaps than objects: one per slab group */
     kmem_cache_shrink(xc);
-    CHECK_EQ(stats(xc).num_slabs, 0);
+    CHECK_EQ(test_stats(xc).num_slabs, 0);
     kmem_cache_destroy(xc);
 }
 
@@ -133,17 +127,17 @@ static void test_oom_all_or_nothing(void)
     /* nothing left: a bulk request fails whole, taking nothing */
     for (long i = 0; i < 300; i++)
         kmem_cache_free(c, have[--n]);     /* 300 free objects are available */
-    uint64_t before = stats(c).active_objs;
+    uint64_t before = test_stats(c).active_objs;
     void *p[1000];
     CHECK_EQ(kmem_cache_alloc_bulk(c, GFP_KERNEL, 1000, p), 0);
-    CHECK_EQ(stats(c).active_objs, before);
+    CHECK_EQ(test_stats(c).active_objs, before);
     CHECK_EQ(kmem_cache_alloc_bulk(c, GFP_KERNEL, 300, p), 300);  /* exactly what is there */
     kmem_cache_free_bulk(c, 300, p);
     kslab_test_fail_map(0);
     CHECK_EQ(kmem_cache_alloc_bulk(c, GFP_KERNEL, 1000, p), 1000);
     kmem_cache_free_bulk(c, 1000, p);
     kmem_cache_free_bulk(c, (size_t)n, have);
-    CHECK_EQ(stats(c).active_objs, 0);
+    CHECK_EQ(test_stats(c).active_objs, 0);
     kmem_cache_destroy(c);
 }
 

@@ -3,6 +3,7 @@
  * object's contents, no overlap, alignment, ksize >= size, and that the
  * counters and slabinfo agree with the model. */
 #include "check.h"
+#include "helpers.h"
 #include <kslab.h>
 #include <stdint.h>
 
@@ -18,10 +19,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return test_rand(&rng);
 }
 
 static void ctor(void *p) { (void)p; }
@@ -99,9 +97,7 @@ static void full_check(void)
 int main(int argc, char **argv)
 {
     long ops = argc > 1 ? atol(argv[1]) : 1000000;
-    const char *seed = getenv("KSLAB_TEST_SEED");
-    if (seed)
-        rng = strtoull(seed, NULL, 0) | 1;
+    rng = test_seed(rng);
     printf("seed 0x%llx, %ld operations\n", (unsigned long long)rng, ops);
     static const unsigned sizes[NCACHES] = { 8, 24, 40, 64, 100, 192, 250, 512, 700, 1500, 3000, 9000 };
     static const unsigned aligns[NCACHES] = { 0, 0, 16, 64, 0, 32, 0, 256, 8, 0, 64, 0 };
