@@ -35,8 +35,10 @@
  * shared array is drained and free slabs trimmed; kmem_cache_shrink drains
  * the caller's array cache and the shared array and destroys every free slab.
  *
- * Lock order: s->list_lock -> pages_lock; pages are freed and off-slab index
- * arrays allocated with list_lock dropped.
+ * Private state: struct slab_cache (slab.h).  Lock order: s->list_lock ->
+ * pages_lock; pages are freed and off-slab index
+ * arrays allocated with list_lock dropped.  Flush, shrink and destroy free
+ * off-slab arrays without creating thread state (free_offslab).
  */
 #include "slab.h"
 

@@ -15,10 +15,10 @@
  *
  * States: partial (on s->partial), full (on no list), empty (discarded, or
  * kept on the partial list while the cache holds fewer than min_partial).
- * Lock order: s->list_lock -> pages_lock (pages are never freed under it).
- * Nothing that may create thread state (kslab_count) runs under list_lock:
- * that takes the thread registry lock, which fork's prepare handler holds
- * while it takes every list_lock.
+ * Shares SLUB's code for what is the same: cache_init (geometry),
+ * slub_new_slab, the partial list helpers, ksize, shrink and destroy.
+ * Locks: s->list_lock, never held while pages are freed or counters
+ * updated (kslab_count never creates thread state, but the rule stands).
  */
 #include "slub.h"
 

@@ -44,18 +44,30 @@
  * A full slab that gets a free from a thread is frozen by that thread
  * (lock-free, full slabs are on no list) and put on its cpu partial list.
  *
- * Lock order: cache_mutex (slab_common.c) -> thread registry lock ->
- * s->list_lock -> pages_lock.  list_lock is dropped before slabs are given
- * back to the page layer.
+ * Locks: s->list_lock only (see the lock-order block in slab_common.h);
+ * it is dropped before slabs go back to the page layer, and a free that
+ * must retry its compare-and-swap drops it first (as __slab_free does).
+ * Invariant, checked where a slab enters or leaves the partial list: a
+ * frozen slab is never on the cache's partial list.
+ *
+ * Double frees caught without debugging: x == the cpu freelist head (fast
+ * path), x == the slab freelist head or the sheaf top (slow path and bulk),
+ * x twice in one detached group, and inuse underflow.
  *
  * Call tree
  * ---------
- *   slub_alloc (slub.h) -> __slub_alloc -> ___slub_alloc -> get_freelist
- *                                                        -> get_partial_node
- *                                                        -> new_slab
- *   slub_free (slub.h)  -> __slub_free -> slab_free_list -> put_cpu_partial
- *                                                        -> discard_slab
- *   slub_flush_thread   -> deactivate_slab, unfreeze_partials
+ *   slub_alloc (slub.h) -> kslab_alloc_slow -> slub_alloc_entry -> __slub_alloc
+ *       -> sheaf, or ___slub_alloc -> get_cpu_freelist -> get_freelist
+ *                                                      -> get_partial_node
+ *                                  -> slub_new_slab
+ *   slub_free_fast (slub.h) -> kmem_cache_free_slow -> slub_free -> __slub_free
+ *       -> sheaf (sheaf_flush -> slub_free_bulk_account when full)
+ *       -> slab_free_list -> put_cpu_partial -> unfreeze_partials
+ *                         -> kslab_discard_slab
+ *   slub_free_bulk -> slub_free_bulk_fast (slub.h), free_detached_group
+ *       -> slub_free_detached -> slab_free_list
+ *   slub_flush_thread -> deactivate_slab -> unfreeze_locked; unfreeze_partials
+ *   slub_shrink, slub_destroy (shared with slob-seg)
  */
 #include "slub.h"
 

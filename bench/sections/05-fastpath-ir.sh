@@ -1,0 +1,20 @@
+# Fast-path instruction counts: a repeatable figure beside the noisy timings.
+# callgrind runs micro_static --quick (3 x 1000 pairs after one warm-up) and
+# reports the instructions per call of each front door's fast path.
+echo "== fast-path instructions (callgrind)"
+if command -v valgrind >/dev/null; then
+  valgrind --tool=callgrind --callgrind-out-file="$RAW/micro.callgrind" $B/micro_static --quick >/dev/null 2>&1
+  callgrind_annotate --inclusive=yes "$RAW/micro.callgrind" 2>/dev/null |
+    sed -nE 's/^ *([0-9,]+) .*=> .*:(kmem_cache_alloc|kmem_cache_free|kmalloc|kfree) \(3,000x\).*/\2 \1/p' |
+    awk '{gsub(",", "", $2); printf "%s\t%.1f\n", $1, $2 / 3000}' \
+    > "$RAW/fastpath_ir.tsv"
+  {
+    echo "## Fast-path instructions per call (callgrind, repeatable)"
+    echo
+    echo "| front door | instructions per call |"
+    echo "|---|---|"
+    awk -F'\t' '{printf "| `%s` | %s |\n", $1, $2}' "$RAW/fastpath_ir.tsv"
+    echo
+  } >> "$REPORT"
+  cat "$RAW/fastpath_ir.tsv"
+fi
