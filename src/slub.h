@@ -90,8 +90,13 @@ static inline size_t slub_alloc_bulk_fast(struct kmem_cache *s, size_t size, voi
         p[i++] = o;
         o = get_freepointer(s, o);
     }
-    c->freelist = o;
-    counter_inc(&c->alloc_fast, i);
+    /* Store only if something was taken: a thread without state (and every
+     * thread on the other back-ends) reads the shared empty kslab_no_thread
+     * entries, which must never be written. */
+    if (i) {
+        c->freelist = o;
+        counter_inc(&c->alloc_fast, i);
+    }
     return i;
 }
 
@@ -114,9 +119,11 @@ static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void
         head = x;
         left--;
     }
-    c->freelist = head;
-    if (account)
-        counter_inc(&c->free_fast, size - left);
+    if (left != size) {                 /* never write kslab_no_thread (see above) */
+        c->freelist = head;
+        if (account)
+            counter_inc(&c->free_fast, size - left);
+    }
     return left;
 }
 #endif
