@@ -51,17 +51,28 @@ struct kmem_cache *kslab_kmalloc_cache(size_t size)
     return kmalloc_caches[kmalloc_index(size)];
 }
 
-/* The slow half of every allocation: the back-end, retried for __GFP_NOFAIL. */
-cold_fn void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+/* __GFP_NOFAIL: retry the back-end until memory comes back. */
+static cold_fn void *alloc_nofail(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    for (;;) {
+        void *p = kslab_be->alloc(s, gfp, kmalloc_size);
+        if (p)
+            return p;
+        prim_yield();
+    }
+}
+
+/* The slow half of every allocation: a tail call into the back-end.
+ * noinline, not cold: it is SLUB's refill and sheaf path, and every
+ * allocation of the other back-ends (cold would optimise it for size). */
+noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     kslab_ensure_init();          /* first: it reads KSLAB_ALLOCATOR */
     if (unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_alloc", s);
-    for (;;) {
-        void *p = kslab_be->alloc(s, gfp, kmalloc_size);
-        if (likely(p) || !(gfp & __GFP_NOFAIL))
-            return p;
-    }
+    if (unlikely(gfp & __GFP_NOFAIL))
+        return alloc_nofail(s, gfp, kmalloc_size);
+    return kslab_be->alloc(s, gfp, kmalloc_size);
 }
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
@@ -70,13 +81,20 @@ void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
 }
 
 /* Everything but "x is in the thread's cpu slab of s" (the inline test):
- * the back-end validates and frees.  want: kmem_cache_free named s. */
-static cold_fn void kmem_cache_free_slow(struct kmem_cache *s, void *x, const char *fn,
-                                         bool want)
+ * the back-end validates and frees.  noinline, not cold, for the reason
+ * kslab_alloc_slow gives; kfree's is a bare tail call (no frame). */
+static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x)
 {
-    if (want && unlikely(s->magic != CACHE_LIVE))
-        kslab_check_cache(fn, s);
-    kslab_be->free(want ? s : NULL, x, fn);
+    if (unlikely(s->magic != CACHE_LIVE))
+        kslab_check_cache("kmem_cache_free", s);
+    if (unlikely(!in_arena(x)))
+        kslab_bad_free("kmem_cache_free", s, x);
+    kslab_be->free(s, s, x, "kmem_cache_free");
+}
+
+static noinline void kfree_to_backend(struct kmem_cache *s, const void *x)
+{
+    kslab_be->free(NULL, s, (void *)x, "kfree");
 }
 
 void kmem_cache_free(struct kmem_cache *s, void *x)
@@ -85,7 +103,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
         return;
     if (likely(slub_free_fast(s, x)))
         return;
-    kmem_cache_free_slow(s, x, "kmem_cache_free", true);
+    kmem_cache_free_slow(s, x);
 }
 
 static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
@@ -141,7 +159,7 @@ void kslab_free_bulk_each(struct kmem_cache *want, size_t size, void **p)
         if (ZERO_OR_NULL_PTR(x))
             continue;
         if (in_arena(x))
-            kslab_be->free(want, x, fn);
+            kslab_be->free(want, want ? want : kslab_page_cache(NULL, x, fn), x, fn);
         else if (!want && (chunk_entry(x) & 3) == CHUNK_LARGE)
             kfree(x);
         else
@@ -153,13 +171,11 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 {
     if (s && unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_free_bulk", s);
-    kslab_ensure_init();
-    kslab_be->free_bulk(s, size, p);
+    kslab_be->free_bulk(s, size, p);   /* no init check: an object to free implies it */
 }
 
 void kfree_bulk(size_t size, void **p)
 {
-    kslab_ensure_init();
     kslab_be->free_bulk(NULL, size, p);
 }
 
@@ -188,7 +204,7 @@ void kfree(const void *x)
         kslab_bad_free("kfree", NULL, x);
     if (likely(slub_free_fast(s, (void *)x)))
         return;
-    kmem_cache_free_slow(s, (void *)x, "kfree", false);
+    kfree_to_backend(s, x);
 }
 
 void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
@@ -215,7 +231,7 @@ size_t ksize(const void *x)
     if (ZERO_OR_NULL_PTR(x))
         return 0;
     if (in_arena(x))
-        return kslab_be->ksize(x);
+        return kslab_be->ksize(kslab_page_cache(NULL, x, "ksize"), x);
     uintptr_t e = chunk_entry(x);
     if ((e & 3) == CHUNK_LARGE) {
         struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);

@@ -88,6 +88,7 @@ static unsigned slab_order(unsigned size, unsigned idx, unsigned placement, unsi
 
 static int slab_cache_init(struct kmem_cache *s)
 {
+    struct slab_cache *sc = slab_c(s);
     size_t size = ALIGN_UP(s->object_size, sizeof(void *));
     size = ALIGN_UP(size, s->align);
     if (size > (PAGE_SIZE << MAX_PAGE_ORDER))
@@ -117,32 +118,25 @@ static int slab_cache_init(struct kmem_cache *s)
         order = slab_order(s->size, idx, placement, &num, &left);
     if (order > MAX_PAGE_ORDER)
         return -1;
-    slab_c(s)->placement = placement;
-    slab_c(s)->idx_size = idx;
-    s->order = order;
-    s->objects = num;
-    s->slab_mask = ~((PAGE_SIZE << order) - 1);
-    s->shift = (uint32_t)__builtin_ctz(s->size);
-    uint64_t d = s->size >> s->shift, inv = d;
-    for (int i = 0; i < 5; i++)
-        inv *= 2 - d * inv;
-    s->inv = inv;
-    slab_c(s)->colour_off = s->align > 64 ? s->align : 64;
-    slab_c(s)->colour = (uint32_t)(left / slab_c(s)->colour_off);
-    slab_c(s)->colour_next = 0;
+    sc->placement = placement;
+    sc->idx_size = idx;
+    kslab_set_geometry(s, order, num);
+    sc->colour_off = s->align > 64 ? s->align : 64;
+    sc->colour = (uint32_t)(left / sc->colour_off);
+    sc->colour_next = 0;
     /* enable_cpucache(): limit by object size, batchcount half of it */
-    slab_c(s)->limit = s->size > 131072 ? 1 : s->size > PAGE_SIZE ? 8 : s->size > 1024 ? 24
+    sc->limit = s->size > 131072 ? 1 : s->size > PAGE_SIZE ? 8 : s->size > 1024 ? 24
              : s->size > 256 ? 54 : 120;
-    slab_c(s)->batchcount = (slab_c(s)->limit + 1) / 2;
-    slab_c(s)->shared = s->size <= PAGE_SIZE && prim_ncpus() > 1 ? 8 : 0;
-    slab_c(s)->shared_limit = slab_c(s)->shared * slab_c(s)->batchcount;
-    slab_c(s)->shared_array = NULL;
-    if (slab_c(s)->shared_limit) {
-        slab_c(s)->shared_array = prim_map(ALIGN_UP(slab_c(s)->shared_limit * sizeof(void *), PAGE_SIZE));
-        if (!slab_c(s)->shared_array)
+    sc->batchcount = (sc->limit + 1) / 2;
+    sc->shared = s->size <= PAGE_SIZE && prim_ncpus() > 1 ? 8 : 0;
+    sc->shared_limit = sc->shared * sc->batchcount;
+    sc->shared_array = NULL;
+    if (sc->shared_limit) {
+        sc->shared_array = prim_map(ALIGN_UP(sc->shared_limit * sizeof(void *), PAGE_SIZE));
+        if (!sc->shared_array)
             return -1;
     }
-    slab_c(s)->free_limit = (1 + prim_ncpus()) * slab_c(s)->batchcount + s->objects;
+    sc->free_limit = (1 + prim_ncpus()) * sc->batchcount + s->objects;
     return 0;
 }
 
@@ -248,9 +242,10 @@ static void list_fix(struct kmem_cache *s, struct slab *slab)
 /* cache_grow(): a new slab, all objects free, put on the free list. */
 static bool cache_grow(struct kmem_cache *s)
 {
+    struct slab_cache *sc = slab_c(s);
     void *offslab = NULL;
-    if (slab_c(s)->placement == OFF_SLAB) {
-        offslab = kmalloc((size_t)s->objects * slab_c(s)->idx_size, GFP_KERNEL);
+    if (sc->placement == OFF_SLAB) {
+        offslab = kmalloc((size_t)s->objects * sc->idx_size, GFP_KERNEL);
         if (!offslab)
             return false;
     }
@@ -261,19 +256,19 @@ static bool cache_grow(struct kmem_cache *s)
     }
     char *base = slab_address(slab);
     kslab_lock(&s->list_lock);
-    uint32_t colour = slab_c(s)->colour_next;
-    if (++slab_c(s)->colour_next > slab_c(s)->colour)
-        slab_c(s)->colour_next = 0;
+    uint32_t colour = sc->colour_next;
+    if (++sc->colour_next > sc->colour)
+        sc->colour_next = 0;
     kslab_unlock(&s->list_lock);
-    slab->pg_colour = colour * slab_c(s)->colour_off;
+    slab->pg_colour = colour * sc->colour_off;
     char *mem = base + slab->pg_colour;
     if (s->ctor)
         for (unsigned i = 0; i < s->objects; i++)
             s->ctor(mem + (size_t)i * s->size);
-    if (slab_c(s)->placement == OFF_SLAB)
+    if (sc->placement == OFF_SLAB)
         slab->freelist = offslab;
-    else if (slab_c(s)->placement == ON_SLAB)
-        slab->freelist = base + (PAGE_SIZE << s->order) - (size_t)s->objects * slab_c(s)->idx_size;
+    else if (sc->placement == ON_SLAB)
+        slab->freelist = base + (PAGE_SIZE << s->order) - (size_t)s->objects * sc->idx_size;
     else                               /* hosted by the last object, allocated last */
         slab->freelist = mem + (size_t)(s->objects - 1) * s->size;
     slab->counters.word = 0;
@@ -287,7 +282,7 @@ static bool cache_grow(struct kmem_cache *s)
     kslab_count(s, ALLOC_SLAB, 1);
     kslab_lock(&s->list_lock);
     list_add_slab(s, slab, LIST_FREE);
-    slab_c(s)->free_objects += s->objects;
+    sc->free_objects += s->objects;
     kslab_unlock(&s->list_lock);
     return true;
 }
@@ -306,13 +301,14 @@ static void slab_destroy(struct kmem_cache *s, struct slab *slab)
  * in slabs (list_lock held); returns them linked by ->next. */
 static struct slab *trim_free_slabs(struct kmem_cache *s, unsigned long keep)
 {
+    struct slab_cache *sc = slab_c(s);
     struct slab *out = NULL;
     if (s->flags & SLAB_TYPESAFE_BY_RCU)
         return NULL;                   /* its slabs stay while the cache lives */
-    while (slab_c(s)->slabs_free && slab_c(s)->free_objects > keep) {
-        struct slab *slab = slab_c(s)->slabs_free;
+    while (sc->slabs_free && sc->free_objects > keep) {
+        struct slab *slab = sc->slabs_free;
         list_del_slab(s, slab);
-        slab_c(s)->free_objects -= s->objects;
+        sc->free_objects -= s->objects;
         slab->next = out;
         out = slab;
     }
@@ -346,19 +342,20 @@ static void free_block(struct kmem_cache *s, void **objs, unsigned n)
  * shared array back to the slabs and destroy free slabs beyond free_limit. */
 static struct slab *maybe_reap(struct kmem_cache *s)
 {
+    struct slab_cache *sc = slab_c(s);
     uint64_t now = prim_now_ns();
-    if (now - slab_c(s)->last_reap_ns < REAP_INTERVAL_NS)
+    if (now - sc->last_reap_ns < REAP_INTERVAL_NS)
         return NULL;
-    slab_c(s)->last_reap_ns = now;
-    unsigned n = (slab_c(s)->limit + 4) / 5;
-    if (n > slab_c(s)->shared_avail)
-        n = slab_c(s)->shared_avail;
+    sc->last_reap_ns = now;
+    unsigned n = (sc->limit + 4) / 5;
+    if (n > sc->shared_avail)
+        n = sc->shared_avail;
     if (n) {
-        free_block(s, slab_c(s)->shared_array, n);
-        memmove(slab_c(s)->shared_array, slab_c(s)->shared_array + n, (slab_c(s)->shared_avail - n) * sizeof(void *));
-        slab_c(s)->shared_avail -= n;
+        free_block(s, sc->shared_array, n);
+        memmove(sc->shared_array, sc->shared_array + n, (sc->shared_avail - n) * sizeof(void *));
+        sc->shared_avail -= n;
     }
-    return trim_free_slabs(s, slab_c(s)->free_limit);
+    return trim_free_slabs(s, sc->free_limit);
 }
 
 /* ---- allocation ------------------------------------------------------------------ */
@@ -366,24 +363,25 @@ static struct slab *maybe_reap(struct kmem_cache *s)
 /* cache_alloc_refill(): fill the array cache with up to batchcount objects. */
 static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
 {
-    unsigned batch = slab_c(s)->batchcount;
+    struct slab_cache *sc = slab_c(s);
+    unsigned batch = sc->batchcount;
     for (;;) {                         /* until we get objects or cannot grow */
         kslab_lock(&s->list_lock);
         struct slab *reap = maybe_reap(s);
-        if (slab_c(s)->shared_avail) {          /* the shared array first */
-            unsigned n = slab_c(s)->shared_avail < batch ? slab_c(s)->shared_avail : batch;
-            slab_c(s)->shared_avail -= n;
-            memcpy(ac->sheaf + ac->sheaf_count, slab_c(s)->shared_array + slab_c(s)->shared_avail,
+        if (sc->shared_avail) {          /* the shared array first */
+            unsigned n = sc->shared_avail < batch ? sc->shared_avail : batch;
+            sc->shared_avail -= n;
+            memcpy(ac->sheaf + ac->sheaf_count, sc->shared_array + sc->shared_avail,
                    n * sizeof(void *));
             ac->sheaf_count += n;
         }
         while (ac->sheaf_count < batch) {
-            struct slab *slab = s->partial ? s->partial : slab_c(s)->slabs_free;
+            struct slab *slab = s->partial ? s->partial : sc->slabs_free;
             if (!slab)
                 break;
             while (slab->counters.inuse < s->objects && ac->sheaf_count < batch) {
                 ac->sheaf[ac->sheaf_count++] = slab_get_obj(s, slab);
-                slab_c(s)->free_objects--;
+                sc->free_objects--;
             }
             list_fix(s, slab);
         }
@@ -447,18 +445,19 @@ static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
  * it has room, else back to their slabs. */
 static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
 {
-    unsigned batch = slab_c(s)->batchcount < ac->sheaf_count ? slab_c(s)->batchcount : ac->sheaf_count;
+    struct slab_cache *sc = slab_c(s);
+    unsigned batch = sc->batchcount < ac->sheaf_count ? sc->batchcount : ac->sheaf_count;
     kslab_lock(&s->list_lock);
     struct slab *reap = maybe_reap(s);
-    unsigned room = slab_c(s)->shared_limit - slab_c(s)->shared_avail;
+    unsigned room = sc->shared_limit - sc->shared_avail;
     if (room) {
         unsigned n = room < batch ? room : batch;
-        memcpy(slab_c(s)->shared_array + slab_c(s)->shared_avail, ac->sheaf, n * sizeof(void *));
-        slab_c(s)->shared_avail += n;
+        memcpy(sc->shared_array + sc->shared_avail, ac->sheaf, n * sizeof(void *));
+        sc->shared_avail += n;
         batch = n;
     } else {
         free_block(s, ac->sheaf, batch);
-        struct slab *more = trim_free_slabs(s, slab_c(s)->free_limit);
+        struct slab *more = trim_free_slabs(s, sc->free_limit);
         while (more) {
             struct slab *m = more;
             more = m->next;
@@ -493,10 +492,9 @@ static void free_offslab(void *x)
     free_to_slab(s, x);
 }
 
-static void slab_free(struct kmem_cache *want, void *x, const char *fn)
+static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
-    struct kmem_cache *s;
-    kslab_object_slab(want, x, fn, &s);
+    kslab_slab_of(want, s, x, fn);
     struct kslab_thread *t = kslab_thread_get();
     if (unlikely(!t)) {
         free_to_slab(s, x);
@@ -511,10 +509,9 @@ static void slab_free(struct kmem_cache *want, void *x, const char *fn)
     counter_inc(&t->cpu[s->id].free_fast, 1);
 }
 
-static size_t slab_ksize(const void *x)
+static size_t slab_ksize(struct kmem_cache *s, const void *x)
 {
-    struct kmem_cache *s;
-    kslab_object_slab(NULL, x, "ksize", &s);
+    kslab_slab_of(NULL, s, x, "ksize");
     return s->size;
 }
 
@@ -535,13 +532,14 @@ static void slab_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
 
 static int slab_shrink(struct kmem_cache *s)
 {
+    struct slab_cache *sc = slab_c(s);
     struct kslab_thread *t = kslab_tls;
     if (thread_is_real(t))
         slab_flush_thread(t, s);
     kslab_lock(&s->list_lock);
-    if (slab_c(s)->shared_avail)
-        free_block(s, slab_c(s)->shared_array, slab_c(s)->shared_avail);
-    slab_c(s)->shared_avail = 0;
+    if (sc->shared_avail)
+        free_block(s, sc->shared_array, sc->shared_avail);
+    sc->shared_avail = 0;
     struct slab *reap = trim_free_slabs(s, 0);
     kslab_unlock(&s->list_lock);
     destroy_list(s, reap);
@@ -551,27 +549,29 @@ static int slab_shrink(struct kmem_cache *s)
 
 static long slab_destroy_all(struct kmem_cache *s)
 {
-    s->partial = slab_c(s)->slabs_full = slab_c(s)->slabs_free = NULL;
+    struct slab_cache *sc = slab_c(s);
+    s->partial = sc->slabs_full = sc->slabs_free = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
-    slab_c(s)->shared_avail = 0;
-    slab_c(s)->free_objects = 0;
+    sc->shared_avail = 0;
+    sc->free_objects = 0;
     struct slab *all = pages_take_slabs(s);
     long n = 0;
     for (struct slab *d = all; d; d = d->next)
         n++;
     destroy_list(s, all);
-    if (slab_c(s)->shared_array)
-        prim_unmap(slab_c(s)->shared_array, ALIGN_UP(slab_c(s)->shared_limit * sizeof(void *), PAGE_SIZE));
-    slab_c(s)->shared_array = NULL;
+    if (sc->shared_array)
+        prim_unmap(sc->shared_array, ALIGN_UP(sc->shared_limit * sizeof(void *), PAGE_SIZE));
+    sc->shared_array = NULL;
     return n;
 }
 
 static void slab_tunables(struct kmem_cache *s, unsigned out[4])
 {
-    out[0] = slab_c(s)->limit;
-    out[1] = slab_c(s)->batchcount;
-    out[2] = slab_c(s)->shared;
-    out[3] = slab_c(s)->shared_avail;
+    struct slab_cache *sc = slab_c(s);
+    out[0] = sc->limit;
+    out[1] = sc->batchcount;
+    out[2] = sc->shared;
+    out[3] = sc->shared_avail;
 }
 
 const struct kslab_backend slab_backend = {

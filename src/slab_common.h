@@ -87,6 +87,10 @@ struct kmem_cache {
     uint32_t order;            /* slab = 2^order pages */
     slab_flags_t flags;
     uint32_t align;
+    /* CACHE_LIVE; CACHE_DEAD after destroy (kept until the slot is reused:
+     * kmem_cache objects are type-safe).  Checked on every slow path, so it
+     * sits in the hole before ctor, on the line the fast paths already read. */
+    uint32_t magic;
     void (*ctor)(void *);
 
     /* ---- the per-cache ("node") slab list: SLUB, slob-seg and SLAB ---- */
@@ -100,8 +104,6 @@ struct kmem_cache {
     _Atomic uint64_t stat_total[NR_STATS]; /* events of exited threads and thread-less paths */
 
     /* ---- lifecycle, protected by cache_lock ---- */
-    uint32_t magic;            /* CACHE_LIVE; CACHE_DEAD after destroy (kept until the
-                                * slot is reused: kmem_cache objects are type-safe) */
     int refcount;              /* 1 + number of merged aliases */
     bool is_kmalloc;
     char name[KSLAB_NAME_LEN];
@@ -127,6 +129,20 @@ static inline uint64_t obj_index(const struct kmem_cache *s, uintptr_t off)
 {
     uint64_t v = (uint64_t)off * s->inv;
     return (v >> s->shift) | (v << ((64 - s->shift) & 63));
+}
+
+/* A fixed-stride cache's geometry (s->size already set): 2^order-page
+ * slabs holding `objects` objects, and the constants obj_index() needs. */
+static inline void kslab_set_geometry(struct kmem_cache *s, unsigned order, unsigned objects)
+{
+    s->order = order;
+    s->objects = objects;
+    s->slab_mask = ~((PAGE_SIZE << order) - 1);
+    s->shift = (uint32_t)__builtin_ctz(s->size);
+    uint64_t d = s->size >> s->shift, inv = d;   /* Newton: each step doubles the good bits */
+    for (int i = 0; i < 5; i++)
+        inv *= 2 - d * inv;
+    s->inv = inv;
 }
 
 /* Is x the start of an object of s in the slab whose objects begin at base? */
@@ -171,7 +187,14 @@ static inline bool thread_is_real(const struct kslab_thread *t)
 {
     return (const void *)t != (const void *)kslab_no_thread;
 }
-struct kslab_thread *kslab_thread_get(void);   /* creates it; NULL when out of memory */
+/* The calling thread's state, created on first use (NULL when out of
+ * memory).  The test is inline: the slow paths call this on every object. */
+struct kslab_thread *kslab_thread_create(void);
+static inline struct kslab_thread *kslab_thread_get(void)
+{
+    struct kslab_thread *t = kslab_tls;
+    return likely(thread_is_real(t)) ? t : kslab_thread_create();
+}
 
 /* Relaxed load + store, not an atomic RMW: only the owning thread writes a
  * per-thread counter; readers (stats) may run concurrently and need only a
@@ -203,10 +226,13 @@ struct kslab_backend {
     int (*cache_init)(struct kmem_cache *s);            /* layout and order; -1 if impossible */
     /* One object.  kmalloc_size: the request (kmalloc), 0 for kmem_cache_alloc. */
     void *(*alloc)(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
-    /* Free x, validating it.  want: the cache the caller named
-     * (kmem_cache_free), or NULL (kfree: any cache).  Reports name fn. */
-    void (*free)(struct kmem_cache *want, void *x, const char *fn);
-    size_t (*ksize)(const void *x);                     /* x is in an arena; validates */
+    /* Free x, which the front door has found in an arena.  s: the cache x
+     * must belong to, not yet verified: the one its page descriptor names
+     * (kfree: want is NULL) or the one the caller named (kmem_cache_free:
+     * want == s).  The back-end verifies the rest (slab, object start,
+     * double free); reports name fn. */
+    void (*free)(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn);
+    size_t (*ksize)(struct kmem_cache *s, const void *x);   /* s from x's page descriptor */
     /* Bulk: p[0..done) are already allocated (by the inline fast path);
      * all or nothing.  free_bulk: want as for free; NULL entries skipped;
      * large kmalloc blocks allowed when want is NULL. */
@@ -234,31 +260,48 @@ extern const struct kslab_backend slub_backend, slab_backend, slob_backend, slob
 
 /* ---- common helpers for the back-ends ------------------------------------- */
 
-/* The head descriptor of the slab holding object x, validated: x is in an
- * arena, in a live slab of a cache (of `want` if not NULL), at an object's
- * start.  Otherwise the one-line report names fn, the caches and x.  Sets
- * *sp to the object's cache.  For every back-end with fixed-stride slabs
- * (SLUB, SLAB, slob-seg). */
-static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void *x,
-                                             const char *fn, struct kmem_cache **sp);
 _Noreturn void kslab_bad_free(const char *fn, struct kmem_cache *want, const void *x);
 _Noreturn void kslab_double_free(struct kmem_cache *s, const void *x)
     __attribute__((cold));
 
-static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void *x,
-                                             const char *fn, struct kmem_cache **sp)
+/* The cache x's page descriptor names (x in an arena, on a page of a live
+ * slab or SLOB page); otherwise the one-line report names fn, want and x.
+ * The front doors' lookup: the back-ends get its result. */
+static inline struct kmem_cache *kslab_page_cache(struct kmem_cache *want, const void *x,
+                                                 const char *fn)
 {
     if (unlikely(!in_arena(x)))
         kslab_bad_free(fn, want, x);
     struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
-    if (unlikely(!s || (want && s != want)))
+    if (unlikely(!s))
         kslab_bad_free(fn, want, x);
-    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
-    if (unlikely(slab->pg_state != PG_SLAB ||
-                 !object_start(s, (uintptr_t)slab_address(slab) + slab->pg_colour, x)))
+    return s;
+}
+
+/* The head descriptor of the slab of s holding x (x in an arena),
+ * validated: the slab is a live slab of s and x is at an object's start.
+ * want: NULL, or s when the caller named s (for the report).  For every
+ * back-end with fixed-stride slabs (SLUB, SLAB, slob-seg). */
+static inline struct slab *kslab_slab_of(struct kmem_cache *want, struct kmem_cache *s,
+                                         const void *x, const char *fn)
+{
+    uintptr_t base = (uintptr_t)x & s->slab_mask;   /* slabs are naturally aligned */
+    struct slab *slab = addr_desc(base);
+    if (unlikely(slab->cache != s || slab->pg_state != PG_SLAB ||
+                 !object_start(s, base + slab->pg_colour, x)))
+        kslab_bad_free(fn, want, x);
+    return slab;
+}
+
+/* Both: x validated from scratch; *sp is its cache. */
+static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void *x,
+                                             const char *fn, struct kmem_cache **sp)
+{
+    struct kmem_cache *s = kslab_page_cache(want, x, fn);
+    if (unlikely(want && s != want))
         kslab_bad_free(fn, want, x);
     *sp = s;
-    return slab;
+    return kslab_slab_of(want, s, x, fn);
 }
 
 /* A slab leaves its cache: gauges, FREE_SLAB, pages back to the page layer.

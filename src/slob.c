@@ -297,39 +297,55 @@ static _Noreturn void slob_bad(const char *fn, struct kmem_cache *want, void *x,
                  cache_name(h->id), x, (void *)(h + 1), cache_name(h->id));
 }
 
-static void slob_free(struct kmem_cache *want, void *x, const char *fn)
+/* x is a big object (pages of its own, sp its page's descriptor): its head
+ * descriptor, validated (x at the start, of want when not NULL). */
+static struct slab *big_head(struct kmem_cache *want, const void *x, const char *fn,
+                             const struct slab *sp)
 {
-    if (!in_arena(x))
+    struct slab *head = addr_desc((uintptr_t)x & ~((PAGE_SIZE << sp->pg_order) - 1));
+    if ((want && sp->cache != want) || head->pg_state != PG_SLAB ||
+        (const void *)slab_address(head) != x)
         kslab_bad_free(fn, want, x);
+    return head;
+}
+
+/* The header of the used block x of a shared page, validated (slob_lock
+ * held; a report drops it).  freeing: a freed block's header survives
+ * coalescing until its memory is handed out again, so TAG_FREE there means
+ * this object was freed already. */
+static struct slob_hdr *used_block(struct kmem_cache *want, const void *x, const char *fn,
+                                   char *page, bool freeing)
+{
+    struct slob_hdr *h = (struct slob_hdr *)x - 1;
+    if ((const char *)x - page < (ptrdiff_t)UNIT || ((uintptr_t)x & (UNIT - 1)))
+        slob_bad(fn, want, (void *)x, page);
+    if (freeing && h->tag == TAG_FREE) {
+        kslab_unlock(&slob_lock);
+        kslab_double_free(kslab_cache_by_id(h->id), x);
+    }
+    if (h->tag != used_tag(x))
+        slob_bad(fn, want, (void *)x, page);
+    return h;
+}
+
+static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x, const char *fn)
+{
+    /* SLOB's pages name slob_pages, not the object's cache: look it up */
     struct slab *sp = addr_desc((uintptr_t)x);
     struct kmem_cache *owner = sp->cache;
-    if (owner && owner != &slob_pages) {          /* a big object's own pages */
-        struct slab *head = addr_desc((uintptr_t)x & ~((PAGE_SIZE << sp->pg_order) - 1));
-        if (want && owner != want)
-            kslab_bad_free(fn, want, x);
-        if (head->pg_state != PG_SLAB || (void *)slab_address(head) != x)
-            kslab_bad_free(fn, want, x);
+    if (!owner)
+        kslab_bad_free(fn, want, x);
+    if (owner != &slob_pages) {                   /* a big object's own pages */
+        struct slab *head = big_head(want, x, fn, sp);
         atomic_fetch_sub_explicit(&owner->total_objects, 1, memory_order_relaxed);
         kslab_count(owner, FREE_SLOWPATH, 1);
         kslab_count(owner, FREE_SLAB, 1);
         pages_free(head, head->pg_order);
         return;
     }
-    if (!owner)
-        kslab_bad_free(fn, want, x);
     char *page = slab_address(sp);
     kslab_lock(&slob_lock);
-    struct slob_hdr *h = (struct slob_hdr *)x - 1;
-    if ((char *)x - page < (ptrdiff_t)UNIT || ((uintptr_t)x & (UNIT - 1)))
-        slob_bad(fn, want, x, page);
-    if (h->tag == TAG_FREE) {
-        /* the header of a freed block survives coalescing until the memory
-         * is handed out again: this object was freed already */
-        kslab_unlock(&slob_lock);
-        kslab_double_free(kslab_cache_by_id(h->id), x);
-    }
-    if (h->tag != used_tag(x))
-        slob_bad(fn, want, x, page);
+    struct slob_hdr *h = used_block(want, x, fn, page, true);
     struct kmem_cache *s = want ? want : kslab_cache_by_id(h->id);
     if (want && h->id != want->id) {
         kslab_unlock(&slob_lock);
@@ -396,27 +412,15 @@ static void slob_free(struct kmem_cache *want, void *x, const char *fn)
         pages_free(release, 0);
 }
 
-static size_t slob_ksize(const void *x)
+static size_t slob_ksize(struct kmem_cache *owner, const void *x)
 {
     struct slab *sp = addr_desc((uintptr_t)x);
-    if (sp->cache && sp->cache != &slob_pages) {
-        struct slab *head = addr_desc((uintptr_t)x & ~((PAGE_SIZE << sp->pg_order) - 1));
-        if (head->pg_state == PG_SLAB && (void *)slab_address(head) == x)
-            return PAGE_SIZE << head->pg_order;
-        kslab_bad_free("ksize", NULL, x);
-    }
-    if (!sp->cache)
-        kslab_bad_free("ksize", NULL, x);
-    /* A block of the shared pages: its header is read under slob_lock (a
-     * concurrent free may be coalescing it), and a bad pointer gets SLOB's
-     * own report, which finds the block around it. */
-    char *page = slab_address(sp);
+    if (owner != &slob_pages)
+        return PAGE_SIZE << big_head(NULL, x, "ksize", sp)->pg_order;
+    /* a block of the shared pages: its header is read under slob_lock (a
+     * concurrent free may be coalescing it) */
     kslab_lock(&slob_lock);
-    const struct slob_hdr *h = (const struct slob_hdr *)x - 1;
-    if ((const char *)x - page < (ptrdiff_t)UNIT || ((uintptr_t)x & (UNIT - 1)) ||
-        h->tag != used_tag(x))
-        slob_bad("ksize", NULL, (void *)x, page);
-    size_t n = (size_t)(h->units - 1) * UNIT;
+    size_t n = (size_t)(used_block(NULL, x, "ksize", slab_address(sp), false)->units - 1) * UNIT;
     kslab_unlock(&slob_lock);
     return n;
 }
@@ -485,7 +489,8 @@ static long slob_destroy(struct kmem_cache *s)
         pages_for_each_slab(&slob_pages, slob_collect_page, &w);
         pages_for_each_slab(s, slob_collect_big, &w);
         for (unsigned i = 0; i < w.n; i++)
-            slob_free(s, w.objs[i], "kmem_cache_destroy");
+            slob_free(s, addr_desc((uintptr_t)w.objs[i])->cache, w.objs[i],
+                      "kmem_cache_destroy");
         w.total += w.n;
     } while (w.n == 256);
     return w.total;

@@ -22,27 +22,11 @@
  */
 #include "slub.h"
 
-static inline void *fp_get(const struct kmem_cache *s, void *o)
-{
-    return *(void **)((char *)o + s->offset);
-}
-static inline void fp_set(const struct kmem_cache *s, void *o, void *v)
-{
-    *(void **)((char *)o + s->offset) = v;
-}
-
-/* SLUB's new slab, turned from "frozen for a thread" into "all free, on its
- * own freelist", not yet on any list. */
 static struct slab *seg_new_slab(struct kmem_cache *s)
 {
-    void *fl;
-    struct slab *slab = slub_new_slab(s, &fl);
-    if (!slab)
-        return NULL;
-    slab->freelist = fl;
-    slab->counters.inuse = 0;
-    slab->counters.frozen = 0;
-    kslab_count(s, ALLOC_SLAB, 1);
+    struct slab *slab = slub_new_slab(s, NEW_SLAB_FREE);
+    if (slab)
+        kslab_count(s, ALLOC_SLAB, 1);
     return slab;
 }
 
@@ -60,7 +44,7 @@ static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         slab = s->partial;
     }
     void *o = slab->freelist;
-    slab->freelist = fp_get(s, o);
+    slab->freelist = get_freepointer(s, o);
     slab->counters.inuse++;
     if (!slab->freelist)
         remove_partial(s, slab);          /* full: on no list */
@@ -71,10 +55,9 @@ static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     return o;
 }
 
-static void seg_free(struct kmem_cache *want, void *x, const char *fn)
+static void seg_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
-    struct kmem_cache *s;
-    struct slab *slab = kslab_object_slab(want, x, fn, &s);
+    struct slab *slab = kslab_slab_of(want, s, x, fn);
     struct slab *discard = NULL;
     kslab_lock(&s->list_lock);
     if (slab->freelist == x || slab->counters.inuse == 0) {
@@ -82,7 +65,7 @@ static void seg_free(struct kmem_cache *want, void *x, const char *fn)
         kslab_double_free(s, x);
     }
     bool was_full = slab->freelist == NULL;
-    fp_set(s, x, slab->freelist);
+    set_freepointer(s, x, slab->freelist);
     slab->freelist = x;
     slab->counters.inuse--;
     if (was_full)

@@ -56,11 +56,12 @@
  *
  * Call tree
  * ---------
- *   slub_alloc (slub.h) -> kslab_alloc_slow -> slub_alloc_entry -> __slub_alloc
+ *   slub_alloc (slub.h) -> kslab_alloc_slow -> __slub_alloc (the contract's alloc)
  *       -> sheaf, or ___slub_alloc -> get_cpu_freelist -> get_freelist
  *                                                      -> get_partial_node
  *                                  -> slub_new_slab
- *   slub_free_fast (slub.h) -> kmem_cache_free_slow -> slub_free -> __slub_free
+ *   slub_free_fast (slub.h) -> kmem_cache_free_slow / kfree_to_backend
+ *       -> slub_free (kslab_slab_of) -> __slub_free
  *       -> sheaf (sheaf_flush -> slub_free_bulk_account when full)
  *       -> slab_free_list -> put_cpu_partial -> unfreeze_partials
  *                         -> kslab_discard_slab
@@ -180,14 +181,8 @@ int slub_cache_init(struct kmem_cache *s)
     if (size > (PAGE_SIZE << MAX_PAGE_ORDER))
         return -1;
     s->size = (uint32_t)size;
-    s->order = slub_calculate_order(s->size);
-    s->objects = (uint32_t)((PAGE_SIZE << s->order) / s->size);
-    s->slab_mask = ~((PAGE_SIZE << s->order) - 1);
-    s->shift = (uint32_t)__builtin_ctz(s->size);
-    uint64_t d = s->size >> s->shift, inv = d;   /* Newton: each step doubles the good bits */
-    for (int i = 0; i < 5; i++)
-        inv *= 2 - d * inv;
-    s->inv = inv;
+    unsigned order = slub_calculate_order(s->size);
+    kslab_set_geometry(s, order, (unsigned)((PAGE_SIZE << order) / s->size));
     /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10]. */
     unsigned lg = 0;
     while ((1u << (lg + 1)) <= s->size)
@@ -241,11 +236,15 @@ static bool may_discard(struct kmem_cache *s)
 
 /* ---- slabs ---------------------------------------------------------------- */
 
-/* A new slab from the page layer.  With freelist, its objects are linked and
- * the slab comes back frozen for the caller's cpu slab (*freelist = first
- * object); without, it comes back full and unfrozen (on no list) because the
- * caller (alloc_bulk) hands every object out at once. */
-struct slab *slub_new_slab(struct kmem_cache *s, void **freelist)
+/* A new slab from the page layer, initialised in one of three states and
+ * then published:
+ *   NEW_SLAB_CPU   objects linked from the slab's start, frozen: the caller
+ *                  makes it its cpu slab (the freelist is slab_address());
+ *   NEW_SLAB_FULL  no freelist, full and unfrozen (on no list): alloc_bulk
+ *                  hands every object out at once;
+ *   NEW_SLAB_FREE  objects linked on the slab's own freelist, inuse 0,
+ *                  unfrozen, on no list yet (slob-seg). */
+struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
 {
     struct slab *slab = pages_alloc(s->order, s);
     if (!slab)
@@ -255,19 +254,18 @@ struct slab *slub_new_slab(struct kmem_cache *s, void **freelist)
     if (s->ctor)
         for (char *p = base; p <= last; p += s->size)
             s->ctor(p);
-    if (freelist) {
+    if (mode != NEW_SLAB_FULL) {
         for (char *p = base; p < last; p += s->size)
             set_freepointer(s, p, p + s->size);
         set_freepointer(s, last, NULL);
-        *freelist = base;
     }
     union slab_counters c = { .word = 0 };
-    c.inuse = s->objects;
+    c.inuse = mode == NEW_SLAB_FREE ? 0 : s->objects;
     c.objects = (uint16_t)s->objects;
-    c.frozen = freelist != NULL;
+    c.frozen = mode == NEW_SLAB_CPU;
     c.order = (uint8_t)s->order;
     slab->next = slab->prev = NULL;
-    __atomic_store_n(&slab->freelist, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&slab->freelist, mode == NEW_SLAB_FREE ? base : NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&slab->counters.word, c.word, __ATOMIC_RELAXED);
     pages_publish(slab);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
@@ -465,44 +463,40 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
 {
     void *freelist = get_cpu_freelist(s, c, cc);
     if (!freelist) {
-        if (!slub_new_slab(s, &freelist))
+        struct slab *slab = slub_new_slab(s, NEW_SLAB_CPU);
+        if (!slab)
             return NULL;
         stat_add(s, cc, ALLOC_SLAB, 1);
-        c->slab_base = (uintptr_t)freelist;   /* the first object is at the slab's start */
+        freelist = slab_address(slab);        /* the first object is at the slab's start */
+        c->slab_base = (uintptr_t)freelist;
     }
     c->freelist = get_freepointer(s, freelist);
     return freelist;
 }
 
-static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp)
+/* The contract's alloc entry (kmalloc_size: SLUB's classes need no more). */
+static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
-    for (;;) {
-        struct kslab_thread *t = kslab_thread_get();
-        void *object = NULL;
-        if (t) {
-            struct kmem_cache_cpu *c = &t->cpu[s->id];
-            struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
-            object = c->freelist;
-            if (object) {
-                c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
-            } else if (cc->sheaf_count) {
-                object = cc->sheaf[--cc->sheaf_count];
-                counter_inc(&cc->stat[ALLOC_SHEAF], 1);
-            } else {
-                object = ___slub_alloc(s, c, cc);
-            }
-            if (object)
-                counter_inc(&cc->stat[ALLOC_SLOWPATH], 1);
-        }
-        if (likely(object)) {
-            if (gfp & __GFP_ZERO)
-                memset(object, 0, s->object_size);
-            return object;
-        }
-        if (!(gfp & __GFP_NOFAIL))
+    struct kslab_thread *t = kslab_thread_get();
+    if (unlikely(!t))
+        return NULL;
+    struct kmem_cache_cpu *c = &t->cpu[s->id];
+    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    void *object = c->freelist;
+    if (object) {
+        c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
+    } else if (cc->sheaf_count) {
+        object = cc->sheaf[--cc->sheaf_count];
+        counter_inc(&cc->stat[ALLOC_SHEAF], 1);
+    } else {
+        object = ___slub_alloc(s, c, cc);
+        if (unlikely(!object))
             return NULL;
-        prim_yield();                /* __GFP_NOFAIL: retry until memory comes back */
     }
+    counter_inc(&cc->stat[ALLOC_SLOWPATH], 1);
+    if (gfp & __GFP_ZERO)
+        memset(object, 0, s->object_size);
+    return object;
 }
 
 /* ---- free slow path ---------------------------------------------------------- */
@@ -569,15 +563,21 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
         kslab_discard_slab(s, cc, discard);
 }
 
-/* ---- bulk free: detached freelists ------------------------------------------- */
-
+/* defined with the bulk calls below; the sheaf flush frees through them */
+static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x);
 static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
                                unsigned cnt, bool account);
 static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **p, bool account);
 static void slub_free_bulk(struct kmem_cache *want, size_t size, void **p);
 
+/* The object the sheaf gives out next: the one the thread freed last. */
+static inline void *sheaf_top(const struct kmem_cache_cpu_cold *cc)
+{
+    return cc->sheaf_count ? cc->sheaf[cc->sheaf_count - 1] : NULL;
+}
+
 /* Give the older half of a full sheaf back to its slabs. */
-static void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, unsigned n)
+static noinline void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, unsigned n)
 {
     unsigned keep = cc->sheaf_count - n;
     void *batch[SHEAF_MAX];
@@ -588,25 +588,37 @@ static void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, un
     counter_inc(&cc->stat[SHEAF_FLUSH], 1);
 }
 
-static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
+/* A free with no thread state to cache it in: straight to the slab. */
+static noinline void free_stateless(struct kmem_cache *s, struct slab *slab, void *x)
 {
-    struct kslab_thread *t = kslab_thread_get();
-    struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
-    if (likely(cc)) {
-        /* The immediate double free: x is the object this thread freed
-         * last, either to the sheaf or (bulk free) straight to its slab. */
-        if (unlikely((cc->sheaf_count && cc->sheaf[cc->sheaf_count - 1] == x) ||
-                     slab_freelist(slab) == x))
-            kslab_double_free(s, x);
-        if (unlikely(cc->sheaf_count >= slub_c(s)->sheaf_capacity))
-            sheaf_flush(s, cc, cc->sheaf_count / 2);
-        cc->sheaf[cc->sheaf_count++] = x;
-        counter_inc(&cc->stat[FREE_SHEAF], 1);
-        counter_inc(&cc->stat[FREE_SLOWPATH], 1);
+    struct kslab_thread *t = kslab_thread_create();
+    if (t) {
+        __slub_free(s, slab, x);
         return;
     }
-    slab_free_list(s, cc, slab, x, x, 1);
-    stat_add(s, cc, FREE_SLOWPATH, 1);
+    slab_free_list(s, NULL, slab, x, x, 1);
+    stat_add(s, NULL, FREE_SLOWPATH, 1);
+}
+
+/* Into the sheaf.  The rare branches (no thread state yet, a full sheaf)
+ * are out of line so that this path needs no saved registers. */
+static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (unlikely(!thread_is_real(t))) {
+        free_stateless(s, slab, x);
+        return;
+    }
+    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    /* The immediate double free: x is the object this thread freed last,
+     * either to the sheaf or (bulk free) straight to its slab. */
+    if (unlikely(sheaf_top(cc) == x || slab_freelist(slab) == x))
+        kslab_double_free(s, x);
+    if (unlikely(cc->sheaf_count >= slub_c(s)->sheaf_capacity))
+        sheaf_flush(s, cc, cc->sheaf_count / 2);
+    cc->sheaf[cc->sheaf_count++] = x;
+    counter_inc(&cc->stat[FREE_SHEAF], 1);
+    counter_inc(&cc->stat[FREE_SLOWPATH], 1);
 }
 
 /* The object the calling thread's sheaf of s would give out next (the one
@@ -614,9 +626,7 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 static void *slub_sheaf_top(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
-    if (!thread_is_real(t) || !t->cold[s->id].sheaf_count)
-        return NULL;
-    return t->cold[s->id].sheaf[t->cold[s->id].sheaf_count - 1];
+    return thread_is_real(t) ? sheaf_top(&t->cold[s->id]) : NULL;
 }
 
 /* ---- flush, shrink, destroy ----------------------------------------------- */
@@ -741,7 +751,7 @@ static int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t 
             continue;
         }
         if (size - i >= s->objects) {
-            struct slab *slab = slub_new_slab(s, NULL);
+            struct slab *slab = slub_new_slab(s, NEW_SLAB_FULL);
             if (!slab)
                 goto fail;
             stat_add(s, cc, ALLOC_SLAB, 1);
@@ -805,7 +815,7 @@ static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head,
  * entries are still to do.  s == NULL (kfree_bulk): each object's cache
  * comes from its page; large allocations are freed one by one.
  */
-static cold_fn size_t free_detached_group(struct kmem_cache *want, size_t size, void **p, bool account)
+static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p, bool account)
 {
     const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
     void *x;
@@ -876,34 +886,25 @@ static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **
     }
 }
 
-
 /* ---- the contract's entries ---------------------------------------------------- */
-
-static void *slub_alloc_entry(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
-{
-    return __slub_alloc(s, gfp);
-}
 
 /* Everything the inline fast path did not take: validate, then the sheaf or
  * the slab. */
-static void slub_free(struct kmem_cache *want, void *x, const char *fn)
+static void slub_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
-    struct kmem_cache *s;
-    struct slab *slab = kslab_object_slab(want, x, fn, &s);
-    __slub_free(s, slab, x);
+    __slub_free(s, kslab_slab_of(want, s, x, fn), x);
 }
 
-size_t slub_ksize(const void *x)
+size_t slub_ksize(struct kmem_cache *s, const void *x)
 {
-    struct kmem_cache *s;
-    kslab_object_slab(NULL, x, "ksize", &s);
+    kslab_slab_of(NULL, s, x, "ksize");
     return s->size;
 }
 
 const struct kslab_backend slub_backend = {
     .name = "slub",
     .cache_init = slub_cache_init,
-    .alloc = slub_alloc_entry,
+    .alloc = __slub_alloc,
     .free = slub_free,
     .ksize = slub_ksize,
     .alloc_bulk = slub_alloc_bulk,

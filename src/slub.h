@@ -29,14 +29,14 @@ static inline struct slub_cache *slub_c(struct kmem_cache *s)
 /* Shared with slob-seg (same geometry, same partial list). */
 int slub_cache_init(struct kmem_cache *s);
 unsigned slub_calculate_order(unsigned size);
-/* A new slab, published; with freelist, its objects linked (*freelist =
- * first) and the slab frozen for the caller; without, full and unfrozen. */
-struct slab *slub_new_slab(struct kmem_cache *s, void **freelist);
+/* A new slab, initialised, then published (states: slub.c). */
+enum new_slab_mode { NEW_SLAB_CPU, NEW_SLAB_FULL, NEW_SLAB_FREE };
+struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode);
 /* The cache's doubly linked partial list (list_lock held). */
 void add_partial(struct kmem_cache *s, struct slab *slab);
 void remove_partial(struct kmem_cache *s, struct slab *slab);
 int slub_shrink(struct kmem_cache *s);
-size_t slub_ksize(const void *x);
+size_t slub_ksize(struct kmem_cache *s, const void *x);
 long slub_destroy(struct kmem_cache *s);
 
 static inline void *get_freepointer(const struct kmem_cache *s, void *object)

@@ -40,13 +40,10 @@ static void thread_unlink(struct kslab_thread *t)
         t->next_thread->prev_thread = t->prev_thread;
 }
 
-struct kslab_thread *kslab_thread_get(void)
+struct kslab_thread *kslab_thread_create(void)
 {
-    struct kslab_thread *t = kslab_tls;
-    if (likely(thread_is_real(t)))
-        return t;
     kslab_ensure_init();
-    t = prim_map(sizeof *t);     /* zeroed; untouched cold entries cost no memory */
+    struct kslab_thread *t = prim_map(sizeof *t);     /* zeroed; untouched cold entries cost no memory */
     if (!t)
         return NULL;
     for (int i = 0; i < KSLAB_MAX_CACHES; i++)
