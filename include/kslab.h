@@ -165,10 +165,27 @@ KSLAB_API size_t kslab_slab_descriptor_size(void);
 KSLAB_API uint64_t kslab_pages_in_use(void);
 /* The most pages slabs ever held at once. */
 KSLAB_API uint64_t kslab_pages_peak(void);
+/* Where kslab's memory is (bytes), from the page layer's own counts. */
+struct kslab_memory {
+    uint64_t slab_bytes;          /* pages held by slabs */
+    uint64_t large_bytes;         /* large kmalloc blocks (4 KiB .. 4 MiB), live or in pcp lists */
+    uint64_t pcp_bytes;           /* of those, freed blocks in threads' pcp lists */
+    uint64_t hot_bytes;           /* freed blocks in the global reserve, not yet given back */
+    uint64_t huge_bytes;          /* live huge blocks (above 4 MiB), each its own mapping */
+    uint64_t huge_cached_bytes;   /* freed huge mappings kept for reuse */
+    uint64_t arena_bytes;         /* address space reserved in 64 MiB arenas */
+    uint64_t mappings;            /* kslab's mappings: arenas, huge blocks, cache, tables */
+    uint64_t release_failures;    /* munmap/madvise calls the OS refused (memory kept, retried) */
+};
+KSLAB_API void kslab_memory(struct kslab_memory *out);
+/* Give every empty slab and every cached block back to the OS (malloc_trim).
+ * Returns the bytes given back. */
+KSLAB_API size_t kslab_trim(void);
 /* Testing hook: make the next n mappings of memory from the OS fail (n > 0),
  * all of them until disarmed (n < 0), or none (0).  Reaches the
  * out-of-memory paths in tests. */
 KSLAB_API void kslab_test_fail_map(int n);
+KSLAB_API void kslab_test_fail_unmap(int n);   /* munmap and madvise, the same way */
 /* Name of the back-end in use ("slub"). */
 KSLAB_API const char *kslab_allocator_name(void);
 

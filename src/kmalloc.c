@@ -36,6 +36,38 @@ static struct kmem_cache *const kmalloc_caches[KMALLOC_CLASSES] = {
     &kslab_boot_caches[12]
 };
 
+/* malloc classes (the drop-in's): 16 .. 128 by 16, then four per doubling up
+ * to 8 KiB, so a block wastes at most a fifth of itself (jemalloc's and
+ * mimalloc's spacing).  Sizes that are kmalloc classes share the kmalloc
+ * cache; the others are the boot caches malloc-48 ... malloc-7168. */
+#define B(i) (&kslab_boot_caches[i])
+#define M(i) (&kslab_boot_caches[KMALLOC_CLASSES + 1 + (i)])
+static struct kmem_cache *const malloc_caches[MALLOC_CLASSES] = {
+    B(1), B(2), M(0), B(3), M(1), B(4), M(2), B(5),           /* 16 .. 128 */
+    M(3), B(6), M(4), B(7), M(5), M(6), M(7), B(8),           /* 160 .. 512 */
+    M(8), M(9), M(10), B(9), M(11), M(12), M(13), B(10),      /* 640 .. 2048 */
+    M(14), M(15), M(16), B(11), M(17), M(18), M(19), B(12),   /* 2560 .. 8192 */
+};
+#undef B
+#undef M
+const uint32_t malloc_only_sizes[MALLOC_ONLY_CLASSES] = {
+    48, 80, 112, 160, 224, 320, 384, 448, 640, 768, 896, 1280, 1536, 1792, 2560, 3072, 3584,
+    5120, 6144, 7168
+};
+
+static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 8192 */
+{
+    if (n <= 128)
+        return (unsigned)((n - 1) >> 4);
+    unsigned lg = fls_sz(n - 1);                   /* 7 .. 12 */
+    return 8 + (lg - 7) * 4 + (unsigned)(((n - 1) >> (lg - 2)) & 3);
+}
+
+size_t kslab_malloc_class_size(size_t n)
+{
+    return n - 1 < KMALLOC_MAX_CACHE_SIZE ? malloc_caches[malloc_index(n)]->object_size : 0;
+}
+
 static inline unsigned kmalloc_index(size_t size)
 {
     if (size <= 192)
@@ -106,13 +138,43 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
     kmem_cache_free_slow(s, x);
 }
 
+/*
+ * Everything above KMALLOC_MAX_CACHE_SIZE: the page allocator.  Up to 4 MiB
+ * a large block from the buddy: 2^order pages for kmalloc (the kernel's
+ * kmalloc_large, naturally aligned), the page class that fits for malloc
+ * (KSLAB_GFP_MALLOC).  Above, a huge block: its own mapping, page-rounded
+ * for kmalloc, class-rounded for malloc (so realloc growth remaps rarely).
+ * align: a power of two, 0 for none beyond what the size gives.
+ */
+void *kslab_large_alloc(size_t size, size_t align, gfp_t flags)
+{
+    if (unlikely(size > KSLAB_MAX_ALLOC || align > KSLAB_MAX_ALLOC))
+        return NULL;
+    kslab_ensure_init();
+    size_t n = (size + PAGE_SIZE - 1) >> PAGE_SHIFT;
+    if (n == 0)
+        n = 1;                      /* size 0 (aligned requests): a unique block */
+    bool zero = flags & __GFP_ZERO;
+    if (n <= ((size_t)1 << MAX_PAGE_ORDER) && align <= (PAGE_SIZE << MAX_PAGE_ORDER)) {
+        n = (flags & KSLAB_GFP_MALLOC) ? pages_round(n) : (size_t)1 << pages_order(n);
+        unsigned ao = align > PAGE_SIZE ? fls_sz(align) - PAGE_SHIFT : 0;
+        struct kslab_thread *t = kslab_thread_get();
+        return pages_large_alloc(t ? &t->pcp : NULL, n, ao, zero);
+    }
+    if (flags & KSLAB_GFP_MALLOC)
+        n = pages_round(n);
+    else if (!(size & (size - 1)) && size > align)
+        align = size;               /* kmalloc: power-of-two sizes naturally aligned */
+    return huge_alloc(n << PAGE_SHIFT, align, zero);
+}
+
 static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
 {
-    kslab_ensure_init();
     for (;;) {
-        void *p = large_alloc(size);
+        void *p = kslab_large_alloc(size, 0, flags);
         if (p || !(flags & __GFP_NOFAIL))
-            return p;   /* fresh mappings are zeroed: __GFP_ZERO needs nothing */
+            return p;
+        prim_yield();
     }
 }
 
@@ -123,6 +185,16 @@ void *kmalloc(size_t size, gfp_t flags)
     if (size == 0)
         return ZERO_SIZE_PTR;
     return kmalloc_large(size, flags);
+}
+
+/* malloc's kmalloc: the malloc classes; 0 gets a unique 16-byte object. */
+void *kslab_malloc(size_t size, gfp_t flags)
+{
+    if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE))
+        return slub_alloc(malloc_caches[malloc_index(size)], flags, size);
+    if (size == 0)
+        return slub_alloc(malloc_caches[0], flags, 16);
+    return kmalloc_large(size, flags | KSLAB_GFP_MALLOC);
 }
 
 /* ---- bulk ---------------------------------------------------------------------- */
@@ -158,12 +230,10 @@ void kslab_free_bulk_each(struct kmem_cache *want, size_t size, void **p)
         void *x = p[size];
         if (ZERO_OR_NULL_PTR(x))
             continue;
-        if (in_arena(x))
-            kslab_be->free(want, want ? want : kslab_page_cache(NULL, x, fn), x, fn);
-        else if (!want && (chunk_entry(x) & 3) == CHUNK_LARGE)
-            kfree(x);
+        if (!want && (!in_arena(x) || !addr_desc((uintptr_t)x)->cache))
+            kslab_free_nonslab(x, fn);
         else
-            kslab_bad_free(fn, want, x);
+            kslab_be->free(want, want ? want : kslab_page_cache(NULL, x, fn), x, fn);
     }
 }
 
@@ -179,16 +249,31 @@ void kfree_bulk(size_t size, void **p)
     kslab_be->free_bulk(NULL, size, p);
 }
 
+/* A block that is no slab object: a large block in an arena (its pages
+ * name no cache) or a huge block (in the chunk map); anything else is
+ * reported, naming fn. */
+noinline void kslab_free_nonslab(const void *x, const char *fn)
+{
+    if (in_arena(x)) {
+        struct slab *h = pages_large_head(x);
+        struct kslab_thread *t = kslab_tls;
+        if (likely(h) && likely(pages_large_free(thread_is_real(t) ? &t->pcp : NULL, h)))
+            return;
+    } else {
+        struct huge_hdr *h = huge_of(x);
+        if (likely(h && h->base == x)) {
+            huge_free(h);
+            return;
+        }
+    }
+    kslab_bad_free(fn, NULL, x);
+}
+
 /* noinline, not cold: marking it cold costs kfree one register move (49 -> 50
  * instructions a call in callgrind); noinline alone keeps LTO out. */
 static noinline void kfree_slow(const void *x)
 {
-    uintptr_t e = chunk_entry(x);
-    if ((e & 3) == CHUNK_LARGE) {
-        large_free((struct large_hdr *)(e & ~(uintptr_t)3), x);
-        return;
-    }
-    kslab_bad_free("kfree", NULL, x);
+    kslab_free_nonslab(x, "kfree");
 }
 
 void kfree(const void *x)
@@ -200,8 +285,10 @@ void kfree(const void *x)
         return;
     }
     struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
-    if (unlikely(!s))
-        kslab_bad_free("kfree", NULL, x);
+    if (unlikely(!s)) {
+        kfree_slow(x);              /* a large block, or a bad pointer */
+        return;
+    }
     if (likely(slub_free_fast(s, (void *)x)))
         return;
     kfree_to_backend(s, x);
@@ -223,19 +310,22 @@ void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
         return kslab_be->kmalloc_aligned(size ? size : 1, align, gfp);
     if (want <= KMALLOC_MAX_CACHE_SIZE)
         return kmalloc(want, gfp);
-    return large_alloc_aligned(want, align > PAGE_SIZE ? align : 0);
+    return kslab_large_alloc(want, align > PAGE_SIZE ? align : 0, gfp);
 }
 
 size_t ksize(const void *x)
 {
     if (ZERO_OR_NULL_PTR(x))
         return 0;
-    if (in_arena(x))
-        return kslab_be->ksize(kslab_page_cache(NULL, x, "ksize"), x);
-    uintptr_t e = chunk_entry(x);
-    if ((e & 3) == CHUNK_LARGE) {
-        struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);
-        if (h->base == x)
+    if (in_arena(x)) {
+        if (likely(addr_desc((uintptr_t)x)->cache))
+            return kslab_be->ksize(kslab_page_cache(NULL, x, "ksize"), x);
+        struct slab *h = pages_large_head(x);
+        if (h)
+            return pages_large_size(h);
+    } else {
+        struct huge_hdr *h = huge_of(x);
+        if (h && h->base == x)
             return h->size;
     }
     kslab_bad_free("ksize", NULL, x);
@@ -247,9 +337,25 @@ size_t kmalloc_size_roundup(size_t size)
         return 0;
     if (size <= KMALLOC_MAX_CACHE_SIZE)
         return kmalloc_sizes[kmalloc_index(size)];
-    if (size > SIZE_MAX - PAGE_SIZE)
+    if (size <= (PAGE_SIZE << MAX_PAGE_ORDER))
+        return PAGE_SIZE << pages_order((size + PAGE_SIZE - 1) >> PAGE_SHIFT);
+    if (size > KSLAB_MAX_ALLOC)
         return size;
     return ALIGN_UP(size, PAGE_SIZE);
+}
+
+/* Resize a huge block (above 4 MiB) to hold new_size (also above) without
+ * copying: mremap in place or to a new range.  NULL if x is no huge block
+ * or the OS refuses; the caller then copies. */
+void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes)
+{
+    if (new_size <= (PAGE_SIZE << MAX_PAGE_ORDER) || new_size > KSLAB_MAX_ALLOC || in_arena(x))
+        return NULL;
+    struct huge_hdr *h = huge_of(x);
+    if (!h || h->base != x)
+        return NULL;
+    size_t n = (new_size + PAGE_SIZE - 1) >> PAGE_SHIFT;
+    return huge_resize(h, (malloc_classes ? pages_round(n) : n) << PAGE_SHIFT);
 }
 
 void *krealloc(const void *p, size_t new_size, gfp_t flags)
@@ -268,7 +374,10 @@ void *krealloc(const void *p, size_t new_size, gfp_t flags)
             memset((char *)p + new_size, 0, ks - new_size);
         return (void *)p;
     }
-    void *n = kmalloc(new_size, flags);
+    void *n = kslab_huge_resize(p, new_size, false);   /* pages added by mremap read zero */
+    if (n)
+        return n;
+    n = kmalloc(new_size, flags);
     if (!n)
         return NULL;        /* p is left alone */
     memcpy(n, p, ks);

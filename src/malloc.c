@@ -31,8 +31,7 @@ static inline void *enomem(void *p)
 
 EXPORT void *malloc(size_t n)
 {
-    /* kmalloc-8 is the only class not 16-byte aligned; 0 gets a unique object */
-    return enomem(kmalloc(n < 16 ? 16 : n, GFP_KERNEL | KSLAB_GFP_MALLOC));
+    return enomem(kslab_malloc(n, GFP_KERNEL | KSLAB_GFP_MALLOC));
 }
 
 EXPORT void free(void *p)
@@ -47,7 +46,7 @@ EXPORT void *calloc(size_t n, size_t m)
         errno = ENOMEM;
         return NULL;
     }
-    return enomem(kmalloc(bytes < 16 ? 16 : bytes, GFP_KERNEL | __GFP_ZERO | KSLAB_GFP_MALLOC));
+    return enomem(kslab_malloc(bytes, GFP_KERNEL | __GFP_ZERO | KSLAB_GFP_MALLOC));
 }
 
 EXPORT void *realloc(void *p, size_t n)
@@ -61,7 +60,10 @@ EXPORT void *realloc(void *p, size_t n)
     size_t have = ksize(p);
     if (n <= have && (n >= have / 2 || have <= 16))
         return p;                       /* fits, and not wasting more than half */
-    void *q = malloc(n);
+    void *q = kslab_huge_resize(p, n, true);   /* huge to huge: mremap, no copy */
+    if (q)
+        return q;
+    q = malloc(n);
     if (!q)
         return NULL;                    /* p is left alone */
     memcpy(q, p, n < have ? n : have);
@@ -88,7 +90,7 @@ EXPORT int posix_memalign(void **memptr, size_t align, size_t n)
 {
     if (!pow2(align) || align % sizeof(void *))
         return EINVAL;                  /* *memptr untouched */
-    void *p = kslab_kmalloc_aligned(n, align, GFP_KERNEL);
+    void *p = kslab_kmalloc_aligned(n, align, GFP_KERNEL | KSLAB_GFP_MALLOC);
     if (!p)
         return ENOMEM;
     *memptr = p;
@@ -101,7 +103,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
         errno = EINVAL;
         return NULL;
     }
-    return enomem(kslab_kmalloc_aligned(n, align, GFP_KERNEL));
+    return enomem(kslab_kmalloc_aligned(n, align, GFP_KERNEL | KSLAB_GFP_MALLOC));
 }
 
 EXPORT void *memalign(size_t align, size_t n)
@@ -116,7 +118,7 @@ EXPORT void *memalign(size_t align, size_t n)
         }
         align = a;
     }
-    return enomem(kslab_kmalloc_aligned(n, align, GFP_KERNEL));
+    return enomem(kslab_kmalloc_aligned(n, align, GFP_KERNEL | KSLAB_GFP_MALLOC));
 }
 
 EXPORT void *valloc(size_t n)
@@ -132,6 +134,13 @@ EXPORT void *pvalloc(size_t n)
         return NULL;
     }
     return memalign(PAGE_SIZE, r);
+}
+
+/* Every empty slab and every cached block back to the OS: 1 if any memory
+ * was given back, as glibc's. */
+EXPORT int malloc_trim(size_t pad)
+{
+    return kslab_trim() > 0;
 }
 
 EXPORT size_t malloc_usable_size(void *p)
@@ -162,8 +171,8 @@ extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
 static void *cxx_new(size_t n, size_t align)
 {
     for (;;) {
-        void *p = align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL)
-                        : kmalloc(n < 16 ? 16 : n, GFP_KERNEL | KSLAB_GFP_MALLOC);
+        void *p = align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL | KSLAB_GFP_MALLOC)
+                        : kslab_malloc(n, GFP_KERNEL | KSLAB_GFP_MALLOC);
         if (likely(p))
             return p;
         new_handler_t h = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
@@ -179,7 +188,7 @@ static void *cxx_new(size_t n, size_t align)
 
 static void *cxx_new_nothrow(size_t n, size_t align)
 {
-    return align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL) : malloc(n);
+    return align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL | KSLAB_GFP_MALLOC) : malloc(n);
 }
 
 typedef struct { char c; } nothrow_t;

@@ -1,26 +1,55 @@
 /*
- * pages.c - where slab pages come from.
+ * pages.c - the page allocator of the whole library, as the kernel's: every
+ * slab and every large kmalloc block comes from here.
  *
- * Memory is mapped in 4 MiB chunks aligned to 4 MiB.  A chunk is either an
- * arena (carved into slab pages) or part of one large allocation (kmalloc
- * above KMALLOC_MAX_CACHE_SIZE, mapped directly).  Arenas are marked in the
- * arena bitmap (one load to classify an address); large allocations in the
- * chunk map, a two-level radix table to their headers.
+ * Arenas.  Memory is reserved in 64 MiB arenas aligned to 64 MiB, each one
+ * mapping, marked in the arena bitmap (one load classifies an address).  An
+ * arena begins with its descriptor table: one 48-byte struct slab per 4 KiB
+ * page.  The address range stays reserved for ever, so arena bits never
+ * change after they are set and kslab's mapping count is one per arena plus
+ * one per live huge block plus a bounded cache: it cannot run into
+ * vm.max_map_count however the program frees.
  *
- * An arena begins with its descriptor table: one 48-byte struct slab per
- * 4 KiB page (13 pages of metadata, 1.3 %).  The remaining pages are handed
- * out in naturally aligned blocks of 2^order pages by a buddy allocator with
- * one free list per order, under one lock.  Natural alignment is what lets
- * kmem_cache_free() find a slab's head page with a mask.
+ * The buddy.  The arena's pages are handed out in naturally aligned blocks
+ * of 2^order pages, orders 0..10 (4 MiB), one free list per order, under
+ * pages_lock.  Natural alignment is what lets kmem_cache_free() find a
+ * slab's head page with a mask.  Every block on the free lists has been
+ * given back to the OS (MADV_DONTNEED), so it reads as zeroes.
  *
- * A freed block first goes to a small LIFO reserve of recently freed blocks
- * (at most 2 MiB), so slab churn reuses warm pages; beyond that reserve, and
- * on kmem_cache_shrink(), blocks are given back to the OS (MADV_DONTNEED) and
- * merged with their free buddies.  The address range stays reserved, so arena
- * bits never change after they are set.
+ * Large blocks (kmalloc above 8 KiB, malloc above 8 KiB): a block of n
+ * pages, n a page class (about four per doubling, pages.h), cut from a
+ * buddy block of order ceil(log2 n), the tail beyond n going straight back
+ * to the free lists (the kernel's alloc_pages_exact).  kmalloc asks for
+ * 2^order pages, as the kernel's kmalloc_large; malloc for the class that
+ * fits, so it wastes at most a quarter.  A large block's pages name no
+ * cache (kfree() takes its slow branch) and its head is PG_LARGE.
+ *
+ * In front of the buddy, as the kernel's pcp lists and free-page reserve:
+ *  - per thread, freed large blocks of up to 512 KiB, reused with no lock
+ *    (struct pages_pcp);
+ *  - globally, the hot reserve: freed blocks of any class (slabs and large
+ *    blocks), still backed, reused LIFO.  It holds at most hot_limit()
+ *    pages; beyond, blocks are given back (largest first) until it is at
+ *    half that.  A decay tick (at most once a second, checked every 64
+ *    global operations) gives back what the reserve did not need since the
+ *    last tick: its low-water mark.  kslab_trim() gives back everything.
+ * Blocks leave the reserve sorted by address and are released in as few
+ * madvise calls as there are contiguous runs, then merged into the buddy.
+ *
+ * Huge blocks (above 4 MiB) are mappings of their own, 4 MiB aligned, named
+ * in the chunk map; freed ones wait in a small cache (HUGE_CACHE_MAX,
+ * HUGE_CACHE_BYTES) for reuse and leave it after a tick unused; resizing
+ * moves pages with mremap.
+ *
+ * When the OS refuses: a failed madvise leaves the block in the hot reserve
+ * (still backed, still usable) to be retried later; a failed munmap gives
+ * the pages back with madvise and keeps the mapping in the huge cache for
+ * reuse; both are counted (release_failures) and reported once.  Nothing is
+ * lost track of.
  *
  * Lock order: a cache's list_lock is never held while calling in here;
- * pages_lock is innermost.
+ * pages_lock is innermost but for map_lock.  No system call runs under
+ * pages_lock.
  */
 #include "slab_common.h"
 
@@ -30,17 +59,30 @@ uint64_t kslab_arena_bits[ARENA_BITS_WORDS];
 static kslab_lock_t pages_lock = KSLAB_LOCK_INIT;
 static struct slab *free_area[MAX_PAGE_ORDER + 1];   /* buddy free lists (pages_lock) */
 static struct arena *arenas;                          /* all arenas (pages_lock) */
-static _Atomic uint64_t pages_in_use;                  /* relaxed: a statistic */
-static _Atomic uint64_t pages_peak;                    /* relaxed: a statistic */
-
-/* Recently freed blocks, still backed by memory, kept per order (LIFO,
- * linked by ->next) so that slab churn does not pay a page fault and zeroing
- * per slab: at most HOT_MAX_PAGES in all; beyond that, and on
- * pages_release_all() (kmem_cache_shrink), blocks go back to the OS. */
-#define HOT_MAX_PAGES 512u                             /* 2 MiB */
-static struct slab *hot[MAX_PAGE_ORDER + 1];           /* pages_lock */
-static unsigned hot_pages;                             /* pages_lock */
 static kslab_lock_t map_lock = KSLAB_LOCK_INIT;        /* serialises L2 table creation */
+
+/* The hot reserve: per class, LIFO, linked by ->next (pages_lock). */
+static struct slab *hot[PAGE_CLASSES];
+static size_t hot_pages;
+static size_t hot_min;                                 /* low-water mark since the last tick */
+#define HOT_MIN_PAGES 512u                             /* 2 MiB, + 1/16 of what is in use */
+#define DECAY_NS 1000000000ull                         /* the decay tick: 1 s */
+static uint64_t decay_ops, decay_last_ns, decay_tick_no;
+
+/* The huge mapping cache (pages_lock), newest first. */
+static struct huge_hdr *huge_cache;
+static unsigned huge_cache_n;
+static size_t huge_cache_bytes;
+
+/* Statistics: relaxed atomics (pure counters, no ordering). */
+static _Atomic uint64_t pages_in_use;                  /* slab pages */
+static _Atomic uint64_t pages_peak;
+static _Atomic uint64_t large_pages;                   /* large blocks, live or in pcp lists */
+static _Atomic uint64_t pcp_pages;                     /* of those, in pcp lists */
+static _Atomic uint64_t huge_bytes, huge_live;         /* live huge blocks */
+static _Atomic uint64_t nr_arenas, nr_tables;
+static _Atomic uint64_t release_failures;
+static atomic_bool release_warned;
 
 uint64_t kslab_pages_in_use(void)
 {
@@ -50,6 +92,14 @@ uint64_t kslab_pages_in_use(void)
 uint64_t kslab_pages_peak(void)
 {
     return atomic_load_explicit(&pages_peak, memory_order_relaxed);
+}
+
+static void release_failed(const char *what, void *p, size_t bytes)
+{
+    atomic_fetch_add_explicit(&release_failures, 1, memory_order_relaxed);
+    if (!atomic_exchange_explicit(&release_warned, true, memory_order_relaxed))
+        kslab_warn("%s(%p, %zu) refused by the OS; the memory is kept and will be retried "
+                   "(reported once)", what, p, bytes);
 }
 
 /* Set the entries of [p, p + bytes) to v.  Returns false if an L2 table
@@ -71,6 +121,7 @@ static bool chunk_map_set(void *p, size_t bytes, uintptr_t v)
                     kslab_unlock(&map_lock);
                     return false;
                 }
+                atomic_fetch_add_explicit(&nr_tables, 1, memory_order_relaxed);
                 atomic_store_explicit(l1, l2, memory_order_release);
             }
             kslab_unlock(&map_lock);
@@ -80,9 +131,23 @@ static bool chunk_map_set(void *p, size_t bytes, uintptr_t v)
     return true;
 }
 
+/* pg_state is read without pages_lock (kfree, pcp transitions, walkers), so
+ * it is always accessed with relaxed atomics: only its value matters; what
+ * it guards is ordered by pages_lock or by the user's synchronisation. */
+static inline void set_state(struct slab *b, uint8_t st)
+{
+    __atomic_store_n(&b->pg_state, st, __ATOMIC_RELAXED);
+}
+static inline uint8_t get_state(const struct slab *b)
+{
+    return __atomic_load_n(&b->pg_state, __ATOMIC_RELAXED);
+}
+
+/* ---- the buddy (pages_lock) ------------------------------------------------ */
+
 static void buddy_push(struct slab *b, unsigned order)
 {
-    b->pg_state = PG_FREE;
+    set_state(b, PG_FREE);
     b->pg_order = (uint8_t)order;
     b->prev = NULL;
     b->next = free_area[order];
@@ -102,16 +167,17 @@ static void buddy_unlink(struct slab *b, unsigned order)
     b->next = b->prev = NULL;
 }
 
-/* Map a new arena and put its free pages on the buddy lists (pages_lock held). */
+/* Map a new arena and put its free pages on the buddy lists. */
 static bool arena_grow(void)
 {
-    struct arena *a = prim_map_aligned(CHUNK_SIZE, CHUNK_SIZE);
+    struct arena *a = prim_map_aligned(ARENA_SIZE, ARENA_SIZE);
     if (!a)
         return false;
-    uintptr_t ci = (uintptr_t)a >> CHUNK_SHIFT;
+    uintptr_t ci = (uintptr_t)a >> ARENA_SHIFT;
     __atomic_fetch_or(&kslab_arena_bits[ci >> 6], 1ull << (ci & 63), __ATOMIC_RELAXED);
     a->meta_pages = (uint32_t)(ALIGN_UP(sizeof(struct arena), PAGE_SIZE) >> PAGE_SHIFT);
-    /* Metadata pages keep pg_state == PG_META (zero) and cache == NULL. */
+    /* Every page starts PG_META (zero) with cache == NULL; block heads are
+     * then pushed as PG_FREE. */
     unsigned i = a->meta_pages;
     while (i < ARENA_PAGES) {
         unsigned order = MAX_PAGE_ORDER;
@@ -122,120 +188,268 @@ static bool arena_grow(void)
     }
     a->next_arena = arenas;
     arenas = a;
+    atomic_fetch_add_explicit(&nr_arenas, 1, memory_order_relaxed);
     return true;
 }
 
-static void block_set(struct slab *b, unsigned order, struct kmem_cache *cache)
+/* A free block of exactly 2^order pages, split from a larger one if need
+ * be (growing the arenas if none is free); NULL when out of memory. */
+static struct slab *buddy_take(unsigned order)
 {
-    /* Every page names the cache (kfree() reads it from the page it lands
-     * on); only the head is PG_SLAB.  Written under pages_lock so that
-     * pages_for_each_slab() reads them safely. */
-    for (unsigned i = 0; i < (1u << order); i++) {
-        b[i].pg_order = cache ? (uint8_t)order : 0;
-        b[i].pg_state = !cache ? PG_FREE : i ? PG_META : PG_NEW;
-        b[i].cache = cache;
-    }
-    b->pg_colour = 0;
-}
-
-struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
-{
-    kslab_lock(&pages_lock);
-    struct slab *b = hot[order];
-    if (b) {
-        hot[order] = b->next;
-        hot_pages -= 1u << order;
-        goto found;
-    }
     unsigned k = order;
     while (k <= MAX_PAGE_ORDER && !free_area[k])
         k++;
     if (k > MAX_PAGE_ORDER) {
-        if (!arena_grow()) {
-            kslab_unlock(&pages_lock);
+        if (!arena_grow())
             return NULL;
-        }
         k = order;
         while (!free_area[k])
             k++;
     }
-    b = free_area[k];
+    struct slab *b = free_area[k];
     buddy_unlink(b, k);
     while (k > order) {             /* split: keep the low half, free the high half */
         k--;
         buddy_push(b + (1u << k), k);
     }
-found:
-    block_set(b, order, cache);
-    kslab_unlock(&pages_lock);
-    uint64_t now = atomic_fetch_add_explicit(&pages_in_use, 1u << order, memory_order_relaxed) +
-                   (1u << order);
-    uint64_t peak = atomic_load_explicit(&pages_peak, memory_order_relaxed);
-    while (now > peak && !atomic_compare_exchange_weak_explicit(&pages_peak, &peak, now,
-                                                                memory_order_relaxed,
-                                                                memory_order_relaxed))
-        ;
+    set_state(b, PG_META);          /* no longer a free head; the caller names it */
     return b;
 }
 
-/* Give block b back to the OS and to the buddy lists (pages_lock held for
- * the buddy part; the madvise runs unlocked). */
+/* Put block b of 2^order pages on the free lists, merged with its buddy
+ * while that is free and whole.  An absorbed head becomes PG_META. */
 static void block_release(struct slab *b, unsigned order)
 {
     struct arena *a = slab_arena(b);
     size_t idx = (size_t)(b - a->pages);
-    while (order < MAX_PAGE_ORDER) {  /* merge with the buddy while it is free and whole */
+    while (order < MAX_PAGE_ORDER) {
         size_t bi = idx ^ (1u << order);
-        if (bi + (1u << order) > ARENA_PAGES)
+        if (bi < a->meta_pages || bi + (1u << order) > ARENA_PAGES)
             break;
         struct slab *buddy = &a->pages[bi];
-        /* relaxed atomic: an allocated buddy may be publishing itself */
-        if (__atomic_load_n(&buddy->pg_state, __ATOMIC_RELAXED) != PG_FREE ||
-            buddy->pg_order != order || bi < a->meta_pages)
+        if (get_state(buddy) != PG_FREE || buddy->pg_order != order)
             break;
         buddy_unlink(buddy, order);
+        set_state(buddy, PG_META);
+        buddy->pg_order = 0;
+        set_state(b, PG_META);
+        b->pg_order = 0;
         if (bi < idx) {
-            b->pg_state = PG_FREE;
-            b->pg_order = 0;
             idx = bi;
             b = buddy;
-        } else {
-            buddy->pg_order = 0;
         }
         order++;
     }
     buddy_push(b, order);
 }
 
-/* Take every hot block (pages_lock held), linked through ->prev. */
-static struct slab *hot_take_all(void)
+/* Give the n pages at b (aligned to 2^pages_order(n)) to the buddy as the
+ * naturally aligned power-of-two pieces they are made of. */
+static void release_pieces(struct slab *b, size_t n)
 {
-    struct slab *list = NULL;
-    for (unsigned o = 0; o <= MAX_PAGE_ORDER; o++)
-        while (hot[o]) {
-            struct slab *b = hot[o];
-            hot[o] = b->next;
-            b->pg_order = (uint8_t)o;  /* remembered for the release */
-            b->prev = list;
-            list = b;
-        }
-    hot_pages = 0;
-    return list;
+    size_t idx = (size_t)(b - slab_arena(b)->pages), off = 0;
+    while (off < n) {
+        unsigned o = fls_sz(n - off), a = (unsigned)__builtin_ctzll(idx + off);
+        if (a < o)
+            o = a;
+        block_release(b + off, o);
+        off += (size_t)1 << o;
+    }
 }
 
-static void release_list(struct slab *list)
+/* ---- the hot reserve (pages_lock) ------------------------------------------- */
+
+static size_t hot_limit(void)
 {
-    for (struct slab *b = list; b; b = b->prev)
-        prim_release(slab_address(b), PAGE_SIZE << b->pg_order);
-    kslab_lock(&pages_lock);
-    while (list) {
-        struct slab *b = list;
-        list = b->prev;
-        unsigned order = b->pg_order;
-        b->pg_order = 0;
-        block_release(b, order);
+    return HOT_MIN_PAGES + (atomic_load_explicit(&pages_in_use, memory_order_relaxed) +
+                            atomic_load_explicit(&large_pages, memory_order_relaxed)) / 16;
+}
+
+static void hot_push(struct slab *b, size_t n)
+{
+    unsigned c = page_class(n);
+    set_state(b, PG_HOT);
+    b->pg_npages = (uint32_t)n;
+    b->next = hot[c];
+    hot[c] = b;
+    hot_pages += n;
+}
+
+static struct slab *hot_pop(unsigned c)
+{
+    struct slab *b = hot[c];
+    if (b) {
+        hot[c] = b->next;
+        hot_pages -= b->pg_npages;
+        if (hot_pages < hot_min)
+            hot_min = hot_pages;
     }
+    return b;
+}
+
+/* Work to do once pages_lock is dropped: blocks to give back (linked by
+ * ->prev) and huge mappings to unmap (linked by ->next). */
+struct pending {
+    struct slab *blocks;
+    struct huge_hdr *maps;
+};
+
+/* Take at least `pages` pages of hot blocks, largest classes first. */
+static void hot_take(struct pending *w, size_t pages)
+{
+    size_t got = 0;
+    for (int c = PAGE_CLASSES - 1; c >= 0 && got < pages; c--)
+        while (hot[c] && got < pages) {
+            struct slab *b = hot_pop((unsigned)c);
+            got += b->pg_npages;
+            b->prev = w->blocks;
+            w->blocks = b;
+        }
+}
+
+/* After a push: keep the reserve under its limit, and run the decay tick. */
+static void hot_trim(struct pending *w)
+{
+    size_t limit = hot_limit();
+    if (hot_pages > limit)
+        hot_take(w, hot_pages - limit / 2);
+    if (++decay_ops & 63)
+        return;
+    uint64_t now = prim_now_ns();
+    if (now - decay_last_ns < DECAY_NS)
+        return;
+    decay_last_ns = now;
+    decay_tick_no++;
+    hot_take(w, hot_min);           /* what sat unused for a whole tick */
+    hot_min = hot_pages;
+    for (struct huge_hdr **pp = &huge_cache; *pp;) {
+        struct huge_hdr *h = *pp;
+        if (h->tick + 1 < decay_tick_no) {
+            *pp = h->next;
+            huge_cache_n--;
+            huge_cache_bytes -= h->size;
+            h->next = w->maps;
+            w->maps = h;
+        } else {
+            pp = &h->next;
+        }
+    }
+}
+
+/* Merge sort of a ->prev-linked block list by address. */
+static struct slab *sort_blocks(struct slab *l)
+{
+    if (!l || !l->prev)
+        return l;
+    struct slab *a = NULL, *b = NULL;
+    for (bool left = true; l; left = !left) {
+        struct slab *nx = l->prev;
+        if (left) {
+            l->prev = a;
+            a = l;
+        } else {
+            l->prev = b;
+            b = l;
+        }
+        l = nx;
+    }
+    a = sort_blocks(a);
+    b = sort_blocks(b);
+    struct slab *head = NULL, **tail = &head;
+    while (a && b) {
+        struct slab **m = (uintptr_t)a < (uintptr_t)b ? &a : &b;
+        *tail = *m;
+        tail = &(*m)->prev;
+        *m = (*m)->prev;
+    }
+    *tail = a ? a : b;
+    return head;
+}
+
+static void huge_unmap(struct huge_hdr *h);
+
+/* Give the pending blocks back to the OS, a contiguous run per madvise,
+ * then to the buddy; unmap the pending huge mappings.  No lock held.  A
+ * run the OS refuses goes back to the reserve, still backed. */
+static void finish(struct pending *w)
+{
+    struct slab *run = sort_blocks(w->blocks), *ok = NULL, *failed = NULL;
+    while (run) {
+        struct slab *end = run;
+        char *start = slab_address(run), *stop = start + ((size_t)run->pg_npages << PAGE_SHIFT);
+        while (end->prev && slab_arena(end->prev) == slab_arena(run) &&
+               (char *)slab_address(end->prev) == stop) {
+            end = end->prev;
+            stop += (size_t)end->pg_npages << PAGE_SHIFT;
+        }
+        struct slab *next = end->prev;
+        struct slab **to = &ok;
+        if (!prim_release(start, (size_t)(stop - start))) {
+            release_failed("madvise", start, (size_t)(stop - start));
+            to = &failed;
+        }
+        end->prev = *to;            /* the run [run .. end] joins its list */
+        *to = run;
+        run = next;
+    }
+    if (ok || failed) {
+        kslab_lock(&pages_lock);
+        while (ok) {
+            struct slab *b = ok;
+            ok = b->prev;
+            release_pieces(b, b->pg_npages);
+        }
+        while (failed) {
+            struct slab *b = failed;
+            failed = b->prev;
+            hot_push(b, b->pg_npages);
+        }
+        kslab_unlock(&pages_lock);
+    }
+    while (w->maps) {
+        struct huge_hdr *h = w->maps;
+        w->maps = h->next;
+        huge_unmap(h);
+    }
+}
+
+/* ---- slabs ----------------------------------------------------------------- */
+
+static void block_set(struct slab *b, unsigned order, struct kmem_cache *cache)
+{
+    /* Every page names the cache (kfree() reads it from the page it lands
+     * on); only the head is PG_NEW.  Written under pages_lock so that
+     * pages_for_each_slab() reads them safely. */
+    for (unsigned i = 0; i < (1u << order); i++) {
+        b[i].pg_order = (uint8_t)order;
+        set_state(&b[i], i ? PG_META : PG_NEW);
+        b[i].cache = cache;
+    }
+    b->pg_colour = 0;
+}
+
+static void count_pages(size_t n)
+{
+    uint64_t now = atomic_fetch_add_explicit(&pages_in_use, n, memory_order_relaxed) + n;
+    uint64_t peak = atomic_load_explicit(&pages_peak, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&pages_peak, &peak, now,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed))
+        ;
+}
+
+struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
+{
+    kslab_lock(&pages_lock);
+    struct slab *b = hot_pop(page_class((size_t)1 << order));
+    if (!b)
+        b = buddy_take(order);
+    if (b)
+        block_set(b, order, cache);
     kslab_unlock(&pages_lock);
+    if (b)
+        count_pages((size_t)1 << order);
+    return b;
 }
 
 /* Release: the back-end's initialisation of the block (headers, freelist,
@@ -247,37 +461,40 @@ void pages_publish(struct slab *head)
 
 void pages_free(struct slab *b, unsigned order)
 {
-    atomic_fetch_sub_explicit(&pages_in_use, 1u << order, memory_order_relaxed);
+    struct pending w = { 0 };
+    atomic_fetch_sub_explicit(&pages_in_use, (size_t)1 << order, memory_order_relaxed);
     kslab_lock(&pages_lock);
-    block_set(b, order, NULL);
-    b->pg_state = PG_HOT;           /* not a buddy candidate while in the reserve */
-    b->next = hot[order];
-    hot[order] = b;
-    hot_pages += 1u << order;
-    struct slab *list = hot_pages > HOT_MAX_PAGES ? hot_take_all() : NULL;
+    for (unsigned i = 0; i < (1u << order); i++) {
+        b[i].cache = NULL;
+        b[i].pg_order = 0;
+        set_state(&b[i], PG_META);
+    }
+    hot_push(b, (size_t)1 << order);
+    hot_trim(&w);
     kslab_unlock(&pages_lock);
-    if (list)
-        release_list(list);
-}
-
-void pages_release_all(void)
-{
-    kslab_lock(&pages_lock);
-    struct slab *list = hot_take_all();
-    kslab_unlock(&pages_lock);
-    release_list(list);
+    finish(&w);
 }
 
 /* Calls fn on the head descriptor of every live slab of cache s, with
- * pages_lock held: fn must not call back into the page layer. */
+ * pages_lock held: fn must not call back into the page layer.  Steps over
+ * whole blocks: a head's size is stable while pages_lock is held (a large
+ * block keeps its page count in the lock-free pcp transitions). */
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg)
 {
     kslab_lock(&pages_lock);
     for (struct arena *a = arenas; a; a = a->next_arena)
-        for (unsigned i = a->meta_pages; i < ARENA_PAGES; i++)
-            if (__atomic_load_n(&a->pages[i].pg_state, __ATOMIC_ACQUIRE) == PG_SLAB &&
-                a->pages[i].cache == s)
-                fn(&a->pages[i], arg);
+        for (unsigned i = a->meta_pages; i < ARENA_PAGES;) {
+            struct slab *b = &a->pages[i];
+            uint8_t st = __atomic_load_n(&b->pg_state, __ATOMIC_ACQUIRE);
+            if (st == PG_SLAB && b->cache == s)
+                fn(b, arg);
+            if (st == PG_FREE || st == PG_SLAB || st == PG_NEW)
+                i += 1u << b->pg_order;
+            else if (st == PG_HOT || st == PG_LARGE || st == PG_PCP)
+                i += b->pg_npages;
+            else
+                i++;
+        }
     kslab_unlock(&pages_lock);
 }
 
@@ -295,7 +512,322 @@ struct slab *pages_take_slabs(struct kmem_cache *s)
     return list;
 }
 
-/* ---- introspection, for the internal tests ------------------------------- */
+/* ---- large blocks -------------------------------------------------------------- */
+
+void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, bool zero)
+{
+    unsigned c = page_class(n), k = pages_order(n);
+    struct slab *b;
+    bool dirty = true;
+    if (pcp && c < PCP_CLASSES && align_order <= k && (b = pcp->list[c])) {
+        pcp->list[c] = b->next;     /* the thread's own list: no lock, no atomic */
+        pcp->count[c]--;
+        pcp->pages -= (uint32_t)n;
+        atomic_fetch_sub_explicit(&pcp_pages, n, memory_order_relaxed);
+    } else {
+        struct pending w = { 0 };
+        kslab_lock(&pages_lock);
+        b = align_order <= k ? hot_pop(c) : NULL;
+        if (!b) {
+            if (align_order > k)
+                k = align_order;
+            b = buddy_take(k);
+            if (!b) {
+                kslab_unlock(&pages_lock);
+                return NULL;
+            }
+            /* The tail beyond n pages goes back at once, as aligned pieces
+             * (their buddies are inside this block, so no merge is possible). */
+            for (size_t off = n; off < ((size_t)1 << k); off += (size_t)1 << __builtin_ctzll(off))
+                buddy_push(b + off, (unsigned)__builtin_ctzll(off));
+            b->pg_npages = (uint32_t)n;
+            dirty = false;          /* buddy memory was given back: it reads as zero */
+        }
+        atomic_fetch_add_explicit(&large_pages, n, memory_order_relaxed);
+        hot_trim(&w);
+        kslab_unlock(&pages_lock);
+        finish(&w);
+    }
+    b->next = NULL;
+    set_state(b, PG_LARGE);
+    void *p = slab_address(b);
+    if (zero && dirty)
+        memset(p, 0, n << PAGE_SHIFT);
+    return p;
+}
+
+/* Move the blocks of list `l` (linked by ->next) to the hot reserve. */
+static void pcp_to_hot(struct slab *l, size_t pages)
+{
+    struct pending w = { 0 };
+    atomic_fetch_sub_explicit(&pcp_pages, pages, memory_order_relaxed);
+    kslab_lock(&pages_lock);
+    atomic_fetch_sub_explicit(&large_pages, pages, memory_order_relaxed);
+    while (l) {
+        struct slab *b = l;
+        l = b->next;
+        hot_push(b, b->pg_npages);
+    }
+    hot_trim(&w);
+    kslab_unlock(&pages_lock);
+    finish(&w);
+}
+
+static void pcp_move(struct pages_pcp *pcp, unsigned k, unsigned count, struct slab **out,
+                     size_t *pages)
+{
+    while (count-- && pcp->list[k]) {
+        struct slab *b = pcp->list[k];
+        pcp->list[k] = b->next;
+        pcp->count[k]--;
+        pcp->pages -= b->pg_npages;
+        *pages += b->pg_npages;
+        b->next = *out;
+        *out = b;
+    }
+}
+
+/* Make room in pcp for a block of class c and n pages: half of class c's
+ * list if it is at PCP_HIGH (the kernel's pcp batch), then whole lists,
+ * largest first, while the pages would exceed PCP_MAX_PAGES. */
+static void pcp_spill(struct pages_pcp *pcp, unsigned c, size_t n)
+{
+    struct slab *out = NULL;
+    size_t pages = 0;
+    if (pcp->count[c] >= PCP_HIGH)
+        pcp_move(pcp, c, pcp->count[c] / 2u, &out, &pages);
+    for (int k = PCP_CLASSES - 1; k >= 0 && pcp->pages + n > PCP_MAX_PAGES; k--)
+        pcp_move(pcp, (unsigned)k, ~0u, &out, &pages);
+    if (out)
+        pcp_to_hot(out, pages);
+}
+
+bool pages_large_free(struct pages_pcp *pcp, struct slab *b)
+{
+    /* One winner if two threads free the block at once (a double free):
+     * relaxed, because the CAS only decides who owns the block; the user's
+     * synchronisation ordered the block's contents before this free. */
+    uint8_t expect = PG_LARGE;
+    if (!__atomic_compare_exchange_n(&b->pg_state, &expect, PG_PCP, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return false;
+    size_t n = b->pg_npages;
+    unsigned c = page_class(n);
+    if (pcp && c < PCP_CLASSES) {
+        if (pcp->count[c] >= PCP_HIGH || pcp->pages + n > PCP_MAX_PAGES)
+            pcp_spill(pcp, c, n);
+        b->next = pcp->list[c];
+        pcp->list[c] = b;
+        pcp->count[c]++;
+        pcp->pages += (uint32_t)n;
+        atomic_fetch_add_explicit(&pcp_pages, n, memory_order_relaxed);
+        return true;
+    }
+    atomic_fetch_add_explicit(&pcp_pages, n, memory_order_relaxed);
+    b->next = NULL;
+    pcp_to_hot(b, n);
+    return true;
+}
+
+void pages_pcp_drain(struct pages_pcp *pcp)
+{
+    struct slab *out = NULL;
+    size_t pages = 0;
+    for (unsigned c = 0; c < PCP_CLASSES; c++)
+        pcp_move(pcp, c, ~0u, &out, &pages);
+    if (out)
+        pcp_to_hot(out, pages);
+}
+
+/* For reports: the large block (live, in a pcp list or in the reserve)
+ * whose pages hold x, found by walking back to its head. */
+struct slab *pages_large_containing(const void *x)
+{
+    struct slab *d = addr_desc((uintptr_t)x);
+    struct arena *a = slab_arena(d);
+    for (size_t i = (size_t)(d - a->pages), back = 0; i >= a->meta_pages && back < 1024;
+         i--, back++) {
+        struct slab *h = &a->pages[i];
+        uint8_t st = get_state(h);
+        if (st == PG_LARGE || st == PG_PCP)
+            return i + h->pg_npages > (size_t)(d - a->pages) ? h : NULL;
+        if (st != PG_META || h->cache)
+            return NULL;
+        if (i == 0)
+            break;
+    }
+    return NULL;
+}
+
+/* ---- huge blocks ------------------------------------------------------------------ */
+
+static struct kmem_cache *huge_hdr_cache(void)
+{
+    return kslab_kmalloc_cache(sizeof(struct huge_hdr));
+}
+
+static void huge_unmap(struct huge_hdr *h)
+{
+    if (prim_unmap(h->base, h->size)) {
+        kmem_cache_free(huge_hdr_cache(), h);
+        return;
+    }
+    /* Refused (the mapping limit): give the memory back and keep the
+     * mapping in the cache, over its bound, for reuse or a later try. */
+    release_failed("munmap", h->base, h->size);
+    (void)prim_release(h->base, h->size);
+    kslab_lock(&pages_lock);
+    h->tick = decay_tick_no;
+    h->next = huge_cache;
+    huge_cache = h;
+    huge_cache_n++;
+    huge_cache_bytes += h->size;
+    kslab_unlock(&pages_lock);
+}
+
+void *huge_alloc(size_t bytes, size_t align, bool zero)
+{
+    if (align < CHUNK_SIZE)
+        align = CHUNK_SIZE;
+    struct huge_hdr *h = NULL;
+    if (!zero) {                    /* a cached mapping is dirty: calloc maps fresh */
+        kslab_lock(&pages_lock);
+        struct huge_hdr **best = NULL;
+        for (struct huge_hdr **pp = &huge_cache; *pp; pp = &(*pp)->next) {
+            struct huge_hdr *c = *pp;
+            if (c->size >= bytes && c->size - bytes <= bytes / 4 &&
+                !((uintptr_t)c->base & (align - 1)) && (!best || c->size < (*best)->size))
+                best = pp;
+        }
+        if (best) {
+            h = *best;
+            *best = h->next;
+            huge_cache_n--;
+            huge_cache_bytes -= h->size;
+        }
+        kslab_unlock(&pages_lock);
+    }
+    if (!h) {
+        h = kmem_cache_alloc(huge_hdr_cache(), GFP_KERNEL);
+        if (!h)
+            return NULL;
+        h->base = prim_map_aligned(bytes, align);
+        if (!h->base) {
+            kmem_cache_free(huge_hdr_cache(), h);
+            return NULL;
+        }
+        h->size = bytes;
+    }
+    if (!chunk_map_set(h->base, h->size, (uintptr_t)h | CHUNK_HUGE)) {
+        chunk_map_set(h->base, h->size, 0);
+        huge_unmap(h);
+        return NULL;
+    }
+    h->next = NULL;
+    atomic_fetch_add_explicit(&huge_bytes, h->size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&huge_live, 1, memory_order_relaxed);
+    return h->base;
+}
+
+void huge_free(struct huge_hdr *h)
+{
+    struct pending w = { 0 };
+    chunk_map_set(h->base, h->size, 0);
+    atomic_fetch_sub_explicit(&huge_bytes, h->size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&huge_live, 1, memory_order_relaxed);
+    kslab_lock(&pages_lock);
+    if (huge_cache_n < HUGE_CACHE_MAX && huge_cache_bytes + h->size <= HUGE_CACHE_BYTES) {
+        h->tick = decay_tick_no;
+        h->next = huge_cache;
+        huge_cache = h;
+        huge_cache_n++;
+        huge_cache_bytes += h->size;
+    } else {
+        h->next = NULL;
+        w.maps = h;
+    }
+    hot_trim(&w);
+    kslab_unlock(&pages_lock);
+    finish(&w);
+}
+
+void *huge_resize(struct huge_hdr *h, size_t bytes)
+{
+    size_t old = h->size;
+    uintptr_t tag = (uintptr_t)h | CHUNK_HUGE;
+    if (bytes == old)
+        return h->base;
+    if (bytes < old) {              /* unmapping a tail never splits a mapping */
+        if (!prim_unmap((char *)h->base + bytes, old - bytes))
+            return NULL;
+        size_t keep = ALIGN_UP(bytes, CHUNK_SIZE);
+        if (keep < old)
+            chunk_map_set((char *)h->base + keep, old - keep, 0);
+        atomic_fetch_sub_explicit(&huge_bytes, old - bytes, memory_order_relaxed);
+        h->size = bytes;
+        return h->base;
+    }
+    if (prim_remap(h->base, old, bytes, NULL)) {          /* grown in place */
+        if (!chunk_map_set(h->base, bytes, tag)) {
+            (void)prim_remap(h->base, bytes, old, NULL);  /* shrinking in place cannot fail */
+            return NULL;
+        }
+    } else {                        /* move the pages to a chunk-aligned range */
+        void *to = prim_map_aligned(bytes, CHUNK_SIZE);
+        if (!to)
+            return NULL;
+        if (!chunk_map_set(to, bytes, tag) || !prim_remap(h->base, old, bytes, to)) {
+            chunk_map_set(to, bytes, 0);
+            chunk_map_set(h->base, old, tag);             /* a shared chunk: restore ours */
+            if (!prim_unmap(to, bytes))
+                release_failed("munmap", to, bytes);
+            return NULL;
+        }
+        chunk_map_set(h->base, old, 0);
+        h->base = to;
+    }
+    atomic_fetch_add_explicit(&huge_bytes, bytes - old, memory_order_relaxed);
+    h->size = bytes;
+    return h->base;
+}
+
+/* ---- everything back -------------------------------------------------------------- */
+
+size_t pages_release_all(void)
+{
+    struct pending w = { 0 };
+    kslab_lock(&pages_lock);
+    size_t bytes = (hot_pages << PAGE_SHIFT) + huge_cache_bytes;
+    hot_take(&w, hot_pages);
+    hot_min = 0;
+    w.maps = huge_cache;
+    huge_cache = NULL;
+    huge_cache_n = 0;
+    huge_cache_bytes = 0;
+    kslab_unlock(&pages_lock);
+    finish(&w);
+    return bytes;
+}
+
+void kslab_memory(struct kslab_memory *m)
+{
+    memset(m, 0, sizeof *m);
+    m->slab_bytes = kslab_pages_in_use() << PAGE_SHIFT;
+    m->large_bytes = atomic_load_explicit(&large_pages, memory_order_relaxed) << PAGE_SHIFT;
+    m->pcp_bytes = atomic_load_explicit(&pcp_pages, memory_order_relaxed) << PAGE_SHIFT;
+    m->huge_bytes = atomic_load_explicit(&huge_bytes, memory_order_relaxed);
+    uint64_t arenas_n = atomic_load_explicit(&nr_arenas, memory_order_relaxed);
+    m->arena_bytes = arenas_n * ARENA_SIZE;
+    kslab_lock(&pages_lock);
+    m->hot_bytes = hot_pages << PAGE_SHIFT;
+    m->huge_cached_bytes = huge_cache_bytes;
+    m->mappings = arenas_n + atomic_load_explicit(&huge_live, memory_order_relaxed) +
+                  huge_cache_n + atomic_load_explicit(&nr_tables, memory_order_relaxed);
+    kslab_unlock(&pages_lock);
+    m->release_failures = atomic_load_explicit(&release_failures, memory_order_relaxed);
+}
+
+/* ---- introspection, for the internal tests ------------------------------------------ */
 
 /* Order of the free buddy block containing p, or -1 (pages_lock). */
 static int free_order_locked(struct arena *a, size_t idx)
@@ -310,58 +842,75 @@ static int free_order_locked(struct arena *a, size_t idx)
 
 int pages_free_order(const void *p)
 {
-    struct arena *a = (struct arena *)((uintptr_t)p & ~(CHUNK_SIZE - 1));
+    struct arena *a = (struct arena *)((uintptr_t)p & ~(ARENA_SIZE - 1));
     kslab_lock(&pages_lock);
     int o = free_order_locked(a, ((uintptr_t)p >> PAGE_SHIFT) & (ARENA_PAGES - 1));
     kslab_unlock(&pages_lock);
     return o;
 }
 
-/* Check every arena: its pages are an exact partition into naturally aligned
- * blocks (free, hot or allocated), free blocks are on their order's list,
- * and no two free buddies were left unmerged.  Returns the violations. */
+static bool on_list(struct slab *l, const struct slab *b)
+{
+    while (l && l != b)
+        l = l->next;
+    return l != NULL;
+}
+
+/* Check every arena: its pages are an exact partition into blocks (free
+ * buddy blocks, naturally aligned; slabs; large, pcp and hot blocks of a
+ * class size, aligned to their order), free blocks are on their order's
+ * list, hot blocks on their class's list, every page inside a block is
+ * PG_META (and names the slab's cache, or none), and no two free buddies
+ * were left unmerged.  Returns the violations.  Call it with no thread
+ * allocating. */
 long pages_check(void)
 {
     long bad = 0;
     kslab_lock(&pages_lock);
     for (struct arena *a = arenas; a; a = a->next_arena) {
+        for (unsigned i = 0; i < a->meta_pages; i++)
+            bad += a->pages[i].pg_state != PG_META;
         unsigned i = a->meta_pages;
         while (i < ARENA_PAGES) {
             struct slab *b = &a->pages[i];
-            unsigned order = b->pg_order;
-            if (b->pg_state == PG_HOT) {
-                unsigned o = 0;            /* hot blocks: order from their list */
-                for (; o <= MAX_PAGE_ORDER; o++) {
-                    struct slab *h = hot[o];
-                    while (h && h != b)
-                        h = h->next;
-                    if (h)
-                        break;
+            uint8_t st = b->pg_state;
+            size_t n, align;
+            if (st == PG_FREE || st == PG_SLAB || st == PG_NEW) {
+                n = align = (size_t)1 << b->pg_order;
+                if (b->pg_order > MAX_PAGE_ORDER) {
+                    bad++;
+                    break;
                 }
-                order = o;
+            } else if (st == PG_HOT || st == PG_LARGE || st == PG_PCP) {
+                n = b->pg_npages;
+                if (n == 0 || n > ((size_t)1 << MAX_PAGE_ORDER) || pages_round(n) != n) {
+                    bad++;
+                    break;
+                }
+                align = (size_t)1 << pages_order(n);
+            } else {
+                bad++;                     /* a page that heads nothing */
+                break;
             }
-            if (order > MAX_PAGE_ORDER || (i & ((1u << order) - 1)) ||
-                i + (1u << order) > ARENA_PAGES) {
+            if ((i & (align - 1)) || i + n > ARENA_PAGES) {
                 bad++;
                 break;
             }
-            if (b->pg_state == PG_FREE) {
-                struct slab *f = free_area[order];
-                while (f && f != b)
-                    f = f->next;
-                bad += f == NULL;          /* a free block off its list */
-                size_t bi = i ^ (1u << order);
-                if (order < MAX_PAGE_ORDER && bi >= a->meta_pages &&
-                    bi + (1u << order) <= ARENA_PAGES && a->pages[bi].pg_state == PG_FREE &&
-                    a->pages[bi].pg_order == order)
+            if (st == PG_FREE) {
+                bad += !on_list(free_area[b->pg_order], b);
+                size_t bi = i ^ n;
+                if (b->pg_order < MAX_PAGE_ORDER && bi >= a->meta_pages && bi + n <= ARENA_PAGES &&
+                    a->pages[bi].pg_state == PG_FREE && a->pages[bi].pg_order == b->pg_order)
                     bad++;                 /* unmerged buddies */
-            } else if (b->pg_state == PG_SLAB || b->pg_state == PG_NEW) {
-                for (unsigned k = 1; k < (1u << order); k++)
-                    bad += b[k].pg_state != PG_META || b[k].cache != b->cache;
-            } else if (b->pg_state != PG_HOT) {
-                bad++;                     /* a page that heads nothing */
             }
-            i += 1u << order;
+            if (st == PG_HOT)
+                bad += !on_list(hot[page_class(n)], b);
+            if (st != PG_SLAB && st != PG_NEW)
+                bad += b->cache != NULL;
+            for (size_t k = 1; k < n; k++)
+                bad += b[k].pg_state != PG_META ||
+                       b[k].cache != ((st == PG_SLAB || st == PG_NEW) ? b->cache : NULL);
+            i += (unsigned)n;
         }
     }
     kslab_unlock(&pages_lock);
@@ -374,61 +923,4 @@ void pages_atfork_child(void)
 {
     kslab_lock_reinit(&pages_lock);
     kslab_lock_reinit(&map_lock);
-}
-
-/* ---- large allocations ---------------------------------------------------- */
-
-/* The header lives in a small internal cache, so a large object is exactly
- * the pages it needs; its mapping starts on a chunk boundary (4 MiB) so power-
- * of-two sizes are naturally aligned, as the kernel's page allocator gives. */
-static struct kmem_cache *large_hdr_cache(void)
-{
-    return kslab_kmalloc_cache(sizeof(struct large_hdr));
-}
-
-void *large_alloc(size_t size)
-{
-    return large_alloc_aligned(size, 0);
-}
-
-void *large_alloc_aligned(size_t size, size_t align)
-{
-    if (size > KSLAB_MAX_ALLOC || align > KSLAB_MAX_ALLOC)
-        return NULL;
-    if (size == 0)
-        size = 1;                   /* a unique block, never an empty mapping */
-    size_t bytes = ALIGN_UP(size, PAGE_SIZE);
-    if (align < CHUNK_SIZE)
-        align = CHUNK_SIZE;
-    if ((size & (size - 1)) == 0 && size > align)
-        align = size;
-    struct large_hdr *h = kmem_cache_alloc(large_hdr_cache(), GFP_KERNEL);
-    if (!h)
-        return NULL;
-    void *p = prim_map_aligned(bytes, align);
-    if (!p) {
-        kmem_cache_free(large_hdr_cache(), h);
-        return NULL;
-    }
-    h->base = p;
-    h->size = bytes;
-    h->map = p;
-    h->map_len = bytes;
-    if (!chunk_map_set(p, bytes, (uintptr_t)h | CHUNK_LARGE)) {
-        chunk_map_set(p, bytes, 0);
-        prim_unmap(p, bytes);
-        kmem_cache_free(large_hdr_cache(), h);
-        return NULL;
-    }
-    return p;
-}
-
-void large_free(struct large_hdr *h, const void *p)
-{
-    if (unlikely(p != h->base))
-        kslab_report("kfree(): pointer %p is inside the large allocation at %p (%zu bytes), "
-                     "not at its start", p, h->base, h->size);
-    chunk_map_set(h->map, h->map_len, 0);
-    prim_unmap(h->map, h->map_len);
-    kmem_cache_free(large_hdr_cache(), h);
 }

@@ -42,27 +42,51 @@ struct slab {
     struct slab *next, *prev;       /* cache partial list / cpu partial list / buddy free list */
     uint8_t pg_order;               /* every page of a block: order of the block it belongs to */
     uint8_t pg_state;               /* head page: PG_FREE, PG_HOT, PG_SLAB or PG_META */
-    uint16_t pg_pad;
-    uint32_t pg_colour;             /* head page: offset of the first object (SLAB colouring) */
+    uint16_t pg_pad;                /* head page: the back-end's list tag (SLAB, SLOB) */
+    union {
+        uint32_t pg_colour;         /* slab head: offset of the first object (SLAB colouring) */
+        uint32_t pg_npages;         /* head of a large, pcp or hot block: its pages */
+    };
 #if KSLAB_DESC_PAD
     char desc_pad[KSLAB_DESC_PAD];  /* bench only: the seeds' 64-byte descriptor */
 #endif
 } __attribute__((aligned(16)));
 
-/* PG_NEW: allocated by a back-end that has not yet published it (walkers
- * such as destroy and SLOB's page scan skip it until pages_publish()). */
-enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2, PG_HOT = 3 /* freed, in the reserve */, PG_NEW = 4 };
+/*
+ * pg_state of a page.  The invariant every walker and the buddy's merge rely
+ * on: PG_FREE marks exactly the heads of the blocks on the buddy's free
+ * lists, PG_LARGE exactly the heads of live large kmalloc blocks; a page
+ * that heads nothing is PG_META.
+ *   PG_META   metadata page, or a page inside a block (not its head)
+ *   PG_FREE   head of a free buddy block (memory given back to the OS)
+ *   PG_SLAB   head of a published slab (or SLOB page)
+ *   PG_HOT    head of a freed block in the global reserve (still backed)
+ *   PG_NEW    head of a slab a back-end has not yet published: walkers such
+ *             as destroy and SLOB's page scan skip it until pages_publish()
+ *   PG_LARGE  head of a live large kmalloc block (cache == NULL on its pages)
+ *   PG_PCP    head of a freed large block in a thread's pcp list
+ */
+enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2, PG_HOT = 3, PG_NEW = 4, PG_LARGE = 5, PG_PCP = 6 };
 
 #ifndef KSLAB_DESC_PAD
 #define KSLAB_DESC_PAD 0
 #endif
 _Static_assert(sizeof(struct slab) == 48 + KSLAB_DESC_PAD, "struct slab is 48 bytes; seeds 003/004 care");
 
-/* ---- pages: chunks, arenas, page blocks, large allocations -------------- */
-#define CHUNK_SHIFT 22                         /* 4 MiB */
+/* ---- pages: arenas, the buddy, page classes, large and huge blocks ------- */
+/*
+ * Arenas are 64 MiB, aligned to 64 MiB: a descriptor table (192 pages, 1.2 %)
+ * and 16192 pages for the buddy, whose largest block is order 10 (4 MiB, the
+ * kernel's MAX_PAGE_ORDER).  Huge blocks (above 4 MiB) are mappings of their
+ * own, found through the chunk map at 4 MiB granularity.
+ */
+#define ARENA_SHIFT 26                         /* 64 MiB */
+#define ARENA_SIZE  (1ul << ARENA_SHIFT)
+#define ARENA_PAGES (ARENA_SIZE >> PAGE_SHIFT)  /* 16384 */
+#define CHUNK_SHIFT 22                         /* chunk map granularity: 4 MiB */
 #define CHUNK_SIZE  (1ul << CHUNK_SHIFT)
-#define ARENA_PAGES (CHUNK_SIZE >> PAGE_SHIFT)  /* 1024 */
-#define MAX_PAGE_ORDER 8                       /* largest block: 1 MiB */
+#define MAX_PAGE_ORDER 10                      /* largest buddy block: 4 MiB */
+#define MAX_SLAB_ORDER 8                       /* largest slab (and cache object): 1 MiB */
 #define SLUB_MAX_ORDER 3                       /* preferred largest slab (PAGE_ALLOC_COSTLY_ORDER) */
 
 struct arena {
@@ -73,12 +97,12 @@ struct arena {
     struct slab pages[ARENA_PAGES];
 };
 
-enum { CHUNK_NONE = 0, CHUNK_ARENA = 1, CHUNK_LARGE = 2 };
+enum { CHUNK_NONE = 0, CHUNK_HUGE = 2 };
 
 /* The chunk map: a two-level radix table from every 4 MiB chunk of the 47-bit
- * address space covered by a large allocation to its tagged header.
- * Readers use relaxed loads: an object's chunk entry is written before the
- * object is handed out, and the user's own synchronisation orders that
+ * address space covered by a huge block to its tagged header.
+ * Readers use relaxed loads: a block's chunk entries are written before the
+ * block is handed out, and the user's own synchronisation orders that
  * hand-out before any free of it by another thread. */
 #define MAP_L1_BITS 13
 #define MAP_L2_BITS (47 - CHUNK_SHIFT - MAP_L1_BITS)   /* 12 */
@@ -98,7 +122,7 @@ static inline uintptr_t chunk_entry(const void *p)
 
 static inline struct arena *slab_arena(const struct slab *slab)
 {
-    return (struct arena *)((uintptr_t)slab & ~(CHUNK_SIZE - 1));
+    return (struct arena *)((uintptr_t)slab & ~(ARENA_SIZE - 1));
 }
 static inline void *slab_address(const struct slab *slab)
 {
@@ -112,34 +136,116 @@ static inline struct slab *page_desc(struct arena *a, const void *p)
 }
 static inline struct slab *addr_desc(uintptr_t p)
 {
-    return page_desc((struct arena *)(p & ~(CHUNK_SIZE - 1)), (const void *)p);
+    return page_desc((struct arena *)(p & ~(ARENA_SIZE - 1)), (const void *)p);
 }
 
-/* Arena bitmap: one bit per 4 MiB chunk of the 47-bit address space (4 MiB
- * of zero-fill bss, of which a page is touched per 128 GiB of address space
- * in use).  A set bit means "this chunk is an arena": one load tells kfree()
- * that an address may be a slab object.  Bits are set (relaxed atomic OR)
- * before any object of the arena is handed out and never cleared. */
-#define ARENA_BITS_WORDS (1ul << (47 - CHUNK_SHIFT - 6))
+/* Arena bitmap: one bit per 64 MiB of the 47-bit address space (256 KiB of
+ * zero-fill bss, of which a page is touched per 2 TiB of address space in
+ * use).  A set bit means "this is an arena": one load tells kfree() that an
+ * address may be a slab object or a large block.  Bits are set (relaxed
+ * atomic OR) before anything in the arena is handed out and never cleared. */
+#define ARENA_BITS_WORDS (1ul << (47 - ARENA_SHIFT - 6))
 extern uint64_t kslab_arena_bits[ARENA_BITS_WORDS];
 static inline bool in_arena(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     if (unlikely(a >> 47))
         return false;
-    return (__atomic_load_n(&kslab_arena_bits[a >> (CHUNK_SHIFT + 6)], __ATOMIC_RELAXED) >>
-            ((a >> CHUNK_SHIFT) & 63)) & 1;
+    return (__atomic_load_n(&kslab_arena_bits[a >> (ARENA_SHIFT + 6)], __ATOMIC_RELAXED) >>
+            ((a >> ARENA_SHIFT) & 63)) & 1;
 }
+
+/* ---- page classes: about four per doubling ---------------------------------- */
+/*
+ * 1..8 pages, then 10, 12, 14, 16, 20, 24, 28, 32, ... 896, 1024: a block of
+ * a class wastes at most 25 % of it.  Every power of two is a class, so a
+ * slab of any order and a kernel-style kmalloc_large block (2^order pages)
+ * are class blocks too.  The hot reserve and the pcp lists are per class.
+ */
+#define PAGE_CLASSES 36                        /* classes of 1 .. 1024 pages */
+static inline unsigned fls_sz(size_t x)        /* floor(log2(x)), x > 0 */
+{
+    return 63u - (unsigned)__builtin_clzll(x);
+}
+/* Round n (>= 1) pages up to the class grid, which continues past 1024
+ * pages with four steps per doubling (huge blocks use it too). */
+static inline size_t pages_round(size_t n)
+{
+    if (n <= 8)
+        return n;
+    size_t step = (size_t)1 << (fls_sz(n - 1) - 2);
+    return (n + step - 1) & ~(step - 1);
+}
+/* Index of the class of n pages (n a class size, 1..1024). */
+static inline unsigned page_class(size_t n)
+{
+    if (n <= 8)
+        return (unsigned)n - 1;
+    unsigned lg = fls_sz(n - 1);
+    return 8 + (lg - 3) * 4 + (unsigned)((n - 1) >> (lg - 2)) - 4;
+}
+static inline unsigned class_pages(unsigned c)
+{
+    return c < 8 ? c + 1 : (4 + (c - 8) % 4 + 1) << ((c - 8) / 4 + 1);
+}
+/* ceil(log2(n)): the buddy order a block of n pages is cut from. */
+static inline unsigned pages_order(size_t n)
+{
+    return n <= 1 ? 0 : fls_sz(n - 1) + 1;
+}
+
+/* ---- the per-thread page lists (the kernel's pcp lists) ---------------------- */
+/*
+ * Recently freed large blocks of classes up to PCP_CLASSES (128 pages,
+ * 512 KiB), kept by the thread that freed them and reused by it with no lock
+ * and no atomic.  At most PCP_HIGH blocks per class and PCP_MAX_PAGES pages
+ * in all; beyond, half a class list goes to the global reserve at once (the
+ * kernel's pcp->batch).  Drained at thread exit and by kslab_trim().
+ */
+#define PCP_CLASSES 24                         /* class 23 = 128 pages */
+#define PCP_HIGH 16
+#define PCP_MAX_PAGES 256u                     /* 1 MiB per thread */
+struct pages_pcp {
+    struct slab *list[PCP_CLASSES];            /* LIFO, linked by ->next */
+    uint16_t count[PCP_CLASSES];
+    uint32_t pages;
+};
 
 /* A block of 2^order pages owned by `owner`, unpublished (PG_NEW); NULL
  * when out of memory.  The back-end initialises it, then publishes it. */
 struct slab *pages_alloc(unsigned order, struct kmem_cache *owner);
 void pages_publish(struct slab *head);
 void pages_free(struct slab *head, unsigned order);
-void pages_release_all(void);                   /* give the reserve of free blocks to the OS */
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg);
 /* Every live slab of s, linked by ->next (for destroy: nothing else may use s). */
 struct slab *pages_take_slabs(struct kmem_cache *s);
+
+/* Large blocks: n pages (a class size, 1..1024) from the buddy, aligned to
+ * 2^max(pages_order(n), align_order) pages, through pcp (may be NULL).
+ * zero: the block reads as zeroes.  NULL when out of memory. */
+void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, bool zero);
+/* The head descriptor if x is the start of a live large block, else NULL. */
+static inline struct slab *pages_large_head(const void *x)
+{
+    if ((uintptr_t)x & (PAGE_SIZE - 1))
+        return NULL;
+    struct slab *d = addr_desc((uintptr_t)x);
+    return __atomic_load_n(&d->pg_state, __ATOMIC_RELAXED) == PG_LARGE ? d : NULL;
+}
+static inline size_t pages_large_size(const struct slab *head)
+{
+    return (size_t)head->pg_npages << PAGE_SHIFT;
+}
+/* Free a live large block (head from pages_large_head).  Returns false if
+ * another thread freed it at the same moment (a double free). */
+bool pages_large_free(struct pages_pcp *pcp, struct slab *head);
+void pages_pcp_drain(struct pages_pcp *pcp);
+/* The live large block whose pages hold x (x in an arena), or NULL: reports only. */
+struct slab *pages_large_containing(const void *x);
+
+/* Give every cached block back to the OS: the hot reserve and the huge
+ * mapping cache.  Returns the bytes released. */
+size_t pages_release_all(void);
 /* Introspection for the internal tests: the order of the free block holding
  * p (-1 if none), and the number of buddy invariant violations. */
 int pages_free_order(const void *p);
@@ -149,17 +255,34 @@ void pages_atfork_parent(void);
 void pages_atfork_child(void);
 uint64_t kslab_pages_in_use(void);
 
-struct large_hdr {
-    void *base;        /* what kmalloc returned */
-    size_t size;       /* bytes mapped for the object (ksize) */
-    void *map;         /* start of the mapping */
-    size_t map_len;
+/* ---- huge blocks: mappings of their own ------------------------------------- */
+/*
+ * Above 4 MiB a block is its own mapping, 4 MiB aligned and named in the
+ * chunk map.  Freed mappings are kept in a small cache (HUGE_CACHE_MAX
+ * mappings, HUGE_CACHE_BYTES in all, released after a second unused) and
+ * reused; resizing moves pages with mremap, never copies.
+ */
+struct huge_hdr {
+    void *base;        /* the block: the start of its mapping, chunk aligned */
+    size_t size;       /* bytes mapped (ksize) */
+    struct huge_hdr *next;   /* mapping cache list */
+    uint64_t tick;     /* when it entered the cache */
 };
+#define HUGE_CACHE_MAX 8
+#define HUGE_CACHE_BYTES ((size_t)64 << 20)
 /* Largest request kslab serves (64 TiB): larger sizes and alignments fail
  * with NULL before any arithmetic on them can wrap. */
 #define KSLAB_MAX_ALLOC ((size_t)1 << 46)
-void *large_alloc(size_t size);
-void *large_alloc_aligned(size_t size, size_t align);   /* align: a power of two */
-void large_free(struct large_hdr *h, const void *p);
+/* bytes: a multiple of the page size; align: a power of two or 0. */
+void *huge_alloc(size_t bytes, size_t align, bool zero);
+static inline struct huge_hdr *huge_of(const void *x)
+{
+    uintptr_t e = chunk_entry(x);
+    return (e & 3) == CHUNK_HUGE ? (struct huge_hdr *)(e & ~(uintptr_t)3) : NULL;
+}
+void huge_free(struct huge_hdr *h);
+/* Resize h to bytes (a page multiple, > 4 MiB) without copying: in place,
+ * or moved with mremap.  Returns the block's address, NULL if it cannot. */
+void *huge_resize(struct huge_hdr *h, size_t bytes);
 
 #endif

@@ -28,8 +28,13 @@
 /* ---- prim: the OS ------------------------------------------------------- */
 void *prim_map(size_t bytes);                   /* anonymous RW mapping, NULL on failure */
 void *prim_map_aligned(size_t bytes, size_t align);
-void prim_unmap(void *p, size_t bytes);
-void prim_release(void *p, size_t bytes);       /* give pages back, keep the range (MADV_DONTNEED) */
+/* The next three return false (errno kept) when the OS refuses: the caller
+ * keeps the memory and retries or reports; nothing is dropped silently. */
+bool prim_unmap(void *p, size_t bytes);
+bool prim_release(void *p, size_t bytes);       /* give pages back, keep the range (MADV_DONTNEED) */
+/* mremap: resize [p, p + old) to new bytes in place, or (to != NULL) move the
+ * pages to `to`, replacing whatever is mapped there.  NULL if refused. */
+void *prim_remap(void *p, size_t old, size_t new_bytes, void *to);
 const char *prim_getenv(const char *name);      /* no allocation: safe before malloc works */
 unsigned prim_ncpus(void);
 uint64_t prim_now_ns(void);                     /* CLOCK_MONOTONIC */

@@ -20,29 +20,35 @@
 
 extern char **environ;
 
-/* Failure injection for the out-of-memory tests: the countdown is shared by
- * all threads; a relaxed RMW is enough because only its value matters. */
-static atomic_int fail_countdown;
+/* Failure injection for the out-of-memory tests: mappings (mmap) and
+ * returns (munmap, madvise) each have a countdown shared by all threads; a
+ * relaxed RMW is enough because only its value matters. */
+static atomic_int fail_map_countdown, fail_unmap_countdown;
 
 void kslab_test_fail_map(int n)
 {
-    atomic_store_explicit(&fail_countdown, n, memory_order_relaxed);
+    atomic_store_explicit(&fail_map_countdown, n, memory_order_relaxed);
 }
 
-
-/* n > 0: the next n mappings fail; n < 0: all fail until disarmed. */
-static bool injected_failure(void)
+void kslab_test_fail_unmap(int n)
 {
-    int c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    atomic_store_explicit(&fail_unmap_countdown, n, memory_order_relaxed);
+}
+
+/* n > 0: the next n calls fail; n < 0: all fail until disarmed. */
+static bool injected(atomic_int *countdown)
+{
+    int c = atomic_load_explicit(countdown, memory_order_relaxed);
     if (likely(c == 0))
         return false;
     while (c > 0) {
-        if (atomic_compare_exchange_weak_explicit(&fail_countdown, &c, c - 1,
+        if (atomic_compare_exchange_weak_explicit(countdown, &c, c - 1,
                                                   memory_order_relaxed, memory_order_relaxed))
             return true;
     }
     return c < 0;
 }
+#define injected_failure() injected(&fail_map_countdown)
 
 void *prim_map(size_t bytes)
 {
@@ -55,7 +61,10 @@ void *prim_map(size_t bytes)
 }
 
 /* Map `bytes` at an address aligned to `align` (a power of two >= page):
- * over-map, then trim both ends. */
+ * over-map, then trim both ends.  Trimming the head can fail at the mapping
+ * limit (it splits nothing, but the kernel checks before it knows); then the
+ * whole over-mapping stays, and its spare address space is never touched:
+ * costs address space, not memory, and no mapping is lost track of. */
 void *prim_map_aligned(size_t bytes, size_t align)
 {
     size_t over = bytes + align - PAGE_SIZE;
@@ -68,20 +77,43 @@ void *prim_map_aligned(size_t bytes, size_t align)
     size_t head = start - (uintptr_t)p;
     size_t tail = over - head - bytes;
     if (head)
-        munmap(p, head);
+        (void)munmap(p, head);
     if (tail)
-        munmap((char *)start + bytes, tail);
+        (void)munmap((char *)start + bytes, tail);
     return (void *)start;
 }
 
-void prim_unmap(void *p, size_t bytes)
+bool prim_unmap(void *p, size_t bytes)
 {
-    munmap(p, bytes);
+    if (unlikely(injected(&fail_unmap_countdown)))
+        return false;
+    return munmap(p, bytes) == 0;
 }
 
-void prim_release(void *p, size_t bytes)
+/* MADV_DONTNEED, not MADV_FREE: the pages leave the process's RSS at once
+ * (MADV_FREE leaves them counted until the kernel is short of memory, so a
+ * program's RSS would not show what kslab gave back), and a later touch
+ * reads zeroes, which large kzalloc blocks rely on. */
+bool prim_release(void *p, size_t bytes)
 {
-    madvise(p, bytes, MADV_DONTNEED);
+    if (unlikely(injected(&fail_unmap_countdown)))
+        return false;
+    for (int tries = 0; tries < 3; tries++) {
+        if (madvise(p, bytes, MADV_DONTNEED) == 0)
+            return true;
+        if (errno != EAGAIN)
+            break;
+    }
+    return false;
+}
+
+void *prim_remap(void *p, size_t old, size_t new_bytes, void *to)
+{
+    if (unlikely(injected_failure()))
+        return NULL;
+    void *r = to ? mremap(p, old, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, to)
+                 : mremap(p, old, new_bytes, 0);
+    return r == MAP_FAILED ? NULL : r;
 }
 
 const char *prim_getenv(const char *name)

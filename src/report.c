@@ -57,18 +57,32 @@ static inline struct slab *arena_slab_of(const void *x)
  * report every back-end's validation ends in. */
 _Noreturn void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *x)
 {
-    uintptr_t e = in_arena(x) ? CHUNK_ARENA : chunk_entry(x);
     const char *want = s ? s->name : "(any)";
-    if ((e & 3) == CHUNK_LARGE) {
-        struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);
+    if (!in_arena(x)) {
+        struct huge_hdr *h = huge_of(x);
+        if (!h)
+            kslab_report("%s(%s): pointer %p was not allocated by kslab", fn, want, x);
         if (s)
-            kslab_report("%s(%s): pointer %p is a large kmalloc allocation, not an object of "
-                         "cache %s", fn, want, x, want);
-        kslab_report("%s(): pointer %p is inside the large allocation at %p, not at its start",
-                     fn, x, h->base);
+            kslab_report("%s(%s): pointer %p is a huge kmalloc block, not an object of cache %s",
+                         fn, want, x, want);
+        kslab_report("%s(): pointer %p is inside the huge block at %p (%zu bytes), not at its "
+                     "start", fn, x, h->base, h->size);
     }
-    if ((e & 3) != CHUNK_ARENA)
-        kslab_report("%s(%s): pointer %p was not allocated by kslab", fn, want, x);
+    if (!addr_desc((uintptr_t)x)->cache) {
+        struct slab *h = pages_large_containing(x);
+        if (!h)
+            kslab_report("%s(%s): pointer %p is not in a live slab or large block (never "
+                         "allocated, or freed)", fn, want, x);
+        void *base = slab_address(h);
+        if (s)
+            kslab_report("%s(%s): pointer %p is a large kmalloc block, not an object of cache "
+                         "%s", fn, want, x, want);
+        if (x != base)
+            kslab_report("%s(): pointer %p is inside the large block at %p (%zu bytes), not at "
+                         "its start", fn, x, base, pages_large_size(h));
+        kslab_report("%s(): double free of large block %p (%zu bytes)", fn, x,
+                     pages_large_size(h));
+    }
     struct slab *slab = arena_slab_of(x);
     if (!slab)
         kslab_report("%s(%s): pointer %p is not in a live slab (never allocated, or its slab "

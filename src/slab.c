@@ -71,7 +71,7 @@ static unsigned estimate(size_t slab_bytes, unsigned size, unsigned idx, unsigne
 static unsigned slab_order(unsigned size, unsigned idx, unsigned placement, unsigned *num,
                            size_t *left)
 {
-    for (unsigned order = 0; order <= MAX_PAGE_ORDER; order++) {
+    for (unsigned order = 0; order <= MAX_SLAB_ORDER; order++) {
         size_t bytes = PAGE_SIZE << order;
         *num = estimate(bytes, size, idx, placement, left);
         if (!*num)
@@ -83,7 +83,7 @@ static unsigned slab_order(unsigned size, unsigned idx, unsigned placement, unsi
         if (order >= SLAB_MAX_ORDER_HI || *left * 8 <= bytes)
             return order;
     }
-    return MAX_PAGE_ORDER + 1;
+    return MAX_SLAB_ORDER + 1;
 }
 
 static int slab_cache_init(struct kmem_cache *s)
@@ -91,7 +91,7 @@ static int slab_cache_init(struct kmem_cache *s)
     struct slab_cache *sc = slab_c(s);
     size_t size = ALIGN_UP(s->object_size, sizeof(void *));
     size = ALIGN_UP(size, s->align);
-    if (size > (PAGE_SIZE << MAX_PAGE_ORDER))
+    if (size > (PAGE_SIZE << MAX_SLAB_ORDER))
         return -1;
     s->size = (uint32_t)size;
     s->offset = 0;
@@ -116,7 +116,7 @@ static int slab_cache_init(struct kmem_cache *s)
         order = slab_order(s->size, idx, ON_SLAB, &num, &left);
     else
         order = slab_order(s->size, idx, placement, &num, &left);
-    if (order > MAX_PAGE_ORDER)
+    if (order > MAX_SLAB_ORDER)
         return -1;
     sc->placement = placement;
     sc->idx_size = idx;

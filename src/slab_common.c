@@ -63,12 +63,12 @@ static _Atomic(struct kmem_cache *) caches_by_id[KSLAB_MAX_CACHES];
  * cache of kmem_cache structs.  Static, with fixed ids, so that before
  * kslab_init() every thread sees empty cpu entries and reaches the slow
  * path, which initialises. */
-struct kmem_cache kslab_boot_caches[KMALLOC_CLASSES + 1];
+struct kmem_cache kslab_boot_caches[BOOT_CACHES];
 #define kmem_cache_cache (&kslab_boot_caches[KMALLOC_CLASSES])
 
 static bool is_boot_cache(const struct kmem_cache *s)
 {
-    return s >= kslab_boot_caches && s < kslab_boot_caches + KMALLOC_CLASSES + 1;
+    return s >= kslab_boot_caches && s < kslab_boot_caches + BOOT_CACHES;
 }
 
 
@@ -155,6 +155,15 @@ void kslab_init(void)
     cache_setup(kmem_cache_cache, "kmem_cache", sizeof(struct kmem_cache), 64,
                 SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE | SLAB_TYPESAFE_BY_RCU, NULL,
                 KMALLOC_CLASSES);
+    /* malloc's own classes: 16-byte aligned, as malloc promises. */
+    for (int i = 0; i < MALLOC_ONLY_CLASSES; i++) {
+        char name[KSLAB_NAME_LEN];
+        snprintf(name, sizeof name, "malloc-%u", malloc_only_sizes[i]);
+        int id = id_alloc();
+        if (cache_setup(&kslab_boot_caches[KMALLOC_CLASSES + 1 + i], name, malloc_only_sizes[i],
+                        16, 0, NULL, id) == 0)
+            kslab_boot_caches[KMALLOC_CLASSES + 1 + i].is_kmalloc = true;
+    }
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */
     atomic_store_explicit(&kslab_initialised, 1, memory_order_release);
@@ -224,7 +233,10 @@ static struct kmem_cache *find_mergeable(unsigned size, unsigned align, slab_fla
     for (struct kmem_cache *s = cache_list; s; s = s->next_cache) {
         if (s->ctor || (s->flags & SLAB_NEVER_MERGE))
             continue;
-        if (size > s->size || (s->size & (align - 1)) || s->size - size >= sizeof(void *))
+        /* s->align too: SLAB's colouring places objects at multiples of
+         * the cache's alignment, not of the stride */
+        if (size > s->size || (s->size & (align - 1)) || s->align < align ||
+            s->size - size >= sizeof(void *))
             continue;
         best = s;   /* the list is newest first: keep the oldest, as the kernel does */
     }
@@ -239,7 +251,7 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
     const char *why = NULL;
     if (!name || !*name)
         why = "no name";
-    else if (size == 0 || size > (PAGE_SIZE << MAX_PAGE_ORDER) - sizeof(void *))
+    else if (size == 0 || size > (PAGE_SIZE << MAX_SLAB_ORDER) - sizeof(void *))
         why = "object size out of range";
     else if (align & (align - 1))
         why = "alignment is not a power of two";
@@ -347,3 +359,27 @@ size_t kslab_slab_descriptor_size(void)
     return sizeof(struct slab);
 }
 
+
+/* malloc_trim: every cache's empty slabs, the calling thread's pcp lists,
+ * the hot reserve and the huge mapping cache back to the OS.  Other
+ * threads' pcp lists (at most PCP_MAX_PAGES each) are theirs until they
+ * free more or exit.  The thread's state is created first, so that nothing
+ * below creates it under cache_lock. */
+size_t kslab_trim(void)
+{
+    kslab_ensure_init();
+    struct kslab_memory a, b;
+    kslab_memory(&a);
+    struct kslab_thread *t = kslab_thread_get();
+    if (t)
+        pages_pcp_drain(&t->pcp);
+    kslab_lock(&cache_lock);
+    for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
+        kslab_be->shrink(s);
+    kslab_unlock(&cache_lock);
+    pages_release_all();
+    kslab_memory(&b);
+    uint64_t held_a = a.slab_bytes + a.pcp_bytes + a.hot_bytes + a.huge_cached_bytes;
+    uint64_t held_b = b.slab_bytes + b.pcp_bytes + b.hot_bytes + b.huge_cached_bytes;
+    return held_a > held_b ? (size_t)(held_a - held_b) : 0;
+}

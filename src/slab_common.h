@@ -174,6 +174,7 @@ struct kmem_cache_cpu_cold {
 struct kslab_thread {
     struct kmem_cache_cpu cpu[KSLAB_MAX_CACHES];   /* must stay first: see kslab_no_thread */
     struct kmem_cache_cpu_cold cold[KSLAB_MAX_CACHES];
+    struct pages_pcp pcp;                          /* freed large blocks (pages.h) */
     struct kslab_thread *next_thread, *prev_thread;
 };
 
@@ -314,13 +315,30 @@ void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n);
 int kslab_alloc_bulk_each(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p);
 void kslab_free_bulk_each(struct kmem_cache *want, size_t size, void **p);
 
+/* A block that is no slab object (large or huge), freed; anything else is
+ * reported naming fn.  For the bulk frees. */
+void kslab_free_nonslab(const void *x, const char *fn);
+
 /* ---- the common layer ------------------------------------------------------- */
 /* kmalloc classes (kmalloc.c): kmalloc-8 ... kmalloc-8k with -96 and -192. */
 enum { KMALLOC_CLASSES = 13 };
 extern const uint32_t kmalloc_sizes[KMALLOC_CLASSES];
 extern const char *const kmalloc_names[KMALLOC_CLASSES];
-/* kmalloc classes 0..12, then the kmem_cache cache (slab_common.c). */
-extern struct kmem_cache kslab_boot_caches[KMALLOC_CLASSES + 1];
+/* malloc classes: 32 sizes, 16 .. 8192, of which 20 are not kmalloc sizes
+ * and have caches of their own (malloc-48 ...). */
+enum { MALLOC_CLASSES = 32, MALLOC_ONLY_CLASSES = 20 };
+extern const uint32_t malloc_only_sizes[MALLOC_ONLY_CLASSES];
+/* kmalloc classes 0..12, the kmem_cache cache (13), then the malloc-only
+ * classes (slab_common.c). */
+enum { BOOT_CACHES = KMALLOC_CLASSES + 1 + MALLOC_ONLY_CLASSES };
+extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
+/* malloc's kmalloc (the malloc classes, then page classes), and the class
+ * size serving n bytes (0 above 8 KiB). */
+void *kslab_malloc(size_t size, gfp_t flags);
+size_t kslab_malloc_class_size(size_t n);
+/* Above KMALLOC_MAX_CACHE_SIZE: large blocks and huge mappings (kmalloc.c). */
+void *kslab_large_alloc(size_t size, size_t align, gfp_t flags);
+void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes);
 
 struct kslab_options {
     bool nomerge;

@@ -234,7 +234,7 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         unsigned order = 0;
         while ((PAGE_SIZE << order) < bytes || (PAGE_SIZE << order) < align)
             order++;
-        if (order > MAX_PAGE_ORDER)
+        if (order > MAX_SLAB_ORDER)
             return NULL;
         struct slab *sp = pages_alloc(order, s);
         if (!sp)
@@ -442,8 +442,8 @@ static int slob_cache_init(struct kmem_cache *s)
     s->inv = 1;
     s->shift = 0;
     /* every object must honour s->align: refuse what no block can give */
-    return s->object_size > (PAGE_SIZE << MAX_PAGE_ORDER) ||
-           s->align > (PAGE_SIZE << MAX_PAGE_ORDER) ? -1 : 0;
+    return s->object_size > (PAGE_SIZE << MAX_SLAB_ORDER) ||
+           s->align > (PAGE_SIZE << MAX_SLAB_ORDER) ? -1 : 0;
 }
 
 static int slob_shrink(struct kmem_cache *s)
@@ -504,7 +504,7 @@ static void *slob_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
     struct kmem_cache *s = kslab_kmalloc_cache(bytes <= KMALLOC_MAX_CACHE_SIZE ? bytes
                                                                              : KMALLOC_MAX_CACHE_SIZE);
     if (bytes + align + UNIT > PAGE_SIZE)   /* with the worst alignment padding */
-        return large_alloc_aligned(ALIGN_UP(bytes, align), align > PAGE_SIZE ? align : 0);
+        return kslab_large_alloc(ALIGN_UP(bytes, align), align > PAGE_SIZE ? align : 0, gfp);
     void *obj = slob_alloc_block(s, bytes, (unsigned)align);
     if (!obj)
         return NULL;

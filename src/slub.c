@@ -178,7 +178,7 @@ int slub_cache_init(struct kmem_cache *s)
         s->offset = 0;
     }
     size = ALIGN_UP(size, s->align);
-    if (size > (PAGE_SIZE << MAX_PAGE_ORDER))
+    if (size > (PAGE_SIZE << MAX_SLAB_ORDER))
         return -1;
     s->size = (uint32_t)size;
     unsigned order = slub_calculate_order(s->size);
@@ -825,12 +825,9 @@ static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p
     if (ZERO_OR_NULL_PTR(x))
         return 0;
     p[size] = NULL;
-    if (unlikely(!in_arena(x))) {
-        if (!want && (chunk_entry(x) & 3) == CHUNK_LARGE) {
-            kfree(x);
-            return size;
-        }
-        kslab_bad_free(fn, want, x);
+    if (!want && (!in_arena(x) || !addr_desc((uintptr_t)x)->cache)) {
+        kslab_free_nonslab(x, fn);      /* large or huge, or reported */
+        return size;
     }
     struct kmem_cache *s;
     kslab_object_slab(want, x, fn, &s);

@@ -74,6 +74,7 @@ void kslab_thread_fold(struct kslab_thread *t, struct kmem_cache *s)
 /* Give all of t's slabs back to their caches and retire t (thread exit). */
 static void thread_retire(struct kslab_thread *t)
 {
+    pages_pcp_drain(&t->pcp);       /* no lock held: it takes pages_lock */
     kslab_lock(&kslab_cache_lock);
     for (struct kmem_cache *s = kslab_cache_list; s && kslab_be->flush_thread; s = s->next_cache)
         kslab_be->flush_thread(t, s);

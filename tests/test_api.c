@@ -45,7 +45,8 @@ static void test_kmalloc_classes(void)
     CHECK(strcmp(kslab_cache_name(kslab_kmalloc_cache(8192)), "kmalloc-8k") == 0);
     CHECK(kslab_kmalloc_cache(8193) == NULL);
     CHECK_EQ(kmalloc_size_roundup(0), 0);
-    CHECK_EQ(kmalloc_size_roundup(8193), 12288);
+    CHECK_EQ(kmalloc_size_roundup(8193), 16384);   /* the kernel's: PAGE_SIZE << get_order() */
+    CHECK_EQ(kmalloc_size_roundup(5u << 20), 5u << 20);   /* huge: page-rounded */
 }
 
 static void test_kmalloc_zero_and_null(void)

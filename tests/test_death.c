@@ -56,6 +56,29 @@ static void large_interior(void *a)
     char *p = kmalloc(100000, GFP_KERNEL);
     kfree(p + 5000);
 }
+static void double_free_huge(void *a)
+{
+    void *p = kmalloc(9 << 20, GFP_KERNEL);
+    kfree(p);
+    kfree(p);
+}
+static void huge_interior(void *a)
+{
+    char *p = kmalloc(9 << 20, GFP_KERNEL);
+    kfree(p + (5 << 20));
+}
+static void ksize_freed_large(void *a)
+{
+    void *p = kmalloc(50000, GFP_KERNEL);
+    kfree(p);
+    (void)!ksize(p);
+}
+static void bulk_large_interior(void *a)
+{
+    char *p = kmalloc(50000, GFP_KERNEL);
+    void *v[2] = { kmalloc(32, GFP_KERNEL), p + 4096 };
+    kfree_bulk(2, v);
+}
 static void large_into_cache(void *a)
 {
     struct kmem_cache *c = kmem_cache_create("small_obj", 64, 0, SLAB_NO_MERGE, NULL);
@@ -94,9 +117,13 @@ int main(int argc, char **argv)
     CHECK_DEATH(wrong_cache_order, NULL, "belongs to cache cache_small, not cache_big");
     CHECK_DEATH(double_free_fast, NULL, "double free of object 0x", "in cache kmalloc-32");
     CHECK_DEATH(double_free_slow, NULL, "double free of object 0x", "in cache df_obj");
-    CHECK_DEATH(double_free_large, NULL, "was not allocated by kslab");
-    CHECK_DEATH(large_interior, NULL, "inside the large allocation at 0x");
-    CHECK_DEATH(large_into_cache, NULL, "is a large kmalloc allocation, not an object of cache small_obj");
+    CHECK_DEATH(double_free_large, NULL, "kfree(): double free of large block 0x");
+    CHECK_DEATH(large_interior, NULL, "inside the large block at 0x");
+    CHECK_DEATH(large_into_cache, NULL, "is a large kmalloc block, not an object of cache small_obj");
+    CHECK_DEATH(double_free_huge, NULL, "was not allocated by kslab");
+    CHECK_DEATH(huge_interior, NULL, "inside the huge block at 0x");
+    CHECK_DEATH(ksize_freed_large, NULL, "ksize(): double free of large block 0x");
+    CHECK_DEATH(bulk_large_interior, NULL, "kfree_bulk(): pointer 0x");
     CHECK_DEATH(after_destroy, NULL, "is not in a live slab");
     CHECK_DEATH(ksize_bad, NULL, "ksize((any)): pointer", "was not allocated by kslab");
     CHECK_DEATH(bad_allocator, argv[0], "KSLAB_ALLOCATOR=bogus", "valid: slub");

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #define MAXOBJ (1 << 20)
-static void *objs[MAXOBJ];
+static void *objs[MAXOBJ], *small[MAXOBJ];
 
 static void *thread_alloc(void *arg)
 {
@@ -17,12 +17,13 @@ static void *thread_alloc(void *arg)
 int main(void)
 {
     struct kmem_cache *c = kmem_cache_create("oom_obj", 2000, 0, SLAB_NO_MERGE, NULL);
-    /* large allocations fail cleanly */
+    /* huge allocations (their own mapping) fail cleanly */
     kslab_test_fail_map(1);
-    CHECK(kmalloc(1 << 20, GFP_KERNEL) == NULL);
-    void *big = kmalloc(1 << 20, GFP_KERNEL);
+    CHECK(kmalloc(64 << 20, GFP_KERNEL) == NULL);
+    void *big = kmalloc(64 << 20, GFP_KERNEL);
     CHECK(big != NULL);
     kfree(big);
+    kslab_trim();          /* the cached mapping (and its header's slab) go back */
 
     /* exhaust: with every mapping refused, allocate until NULL */
     kslab_test_fail_map(-1);
@@ -36,6 +37,12 @@ int main(void)
     CHECK(kmalloc(1 << 16, GFP_KERNEL) == NULL);
     CHECK(kmem_cache_create("oom_new", 5000, 0, SLAB_NO_MERGE, NULL) == NULL ||
           kmem_cache_alloc(c, GFP_KERNEL) == NULL);
+    /* small blocks may remain in the buddy when no slab of c fits: use them
+     * up, so that the thread below fails for want of memory on every
+     * back-end (SLUB also for want of its thread state) */
+    long ns = 0;
+    while (ns < MAXOBJ && (small[ns] = kmalloc(64, GFP_KERNEL)) != NULL)
+        ns++;
     pthread_t t;
     void *tr = (void *)1;
     pthread_create(&t, NULL, thread_alloc, NULL);
@@ -74,6 +81,8 @@ int main(void)
         kmem_cache_free(c, objs[i]);
     }
     CHECK_EQ(bad, 0);
+    while (ns)
+        kfree(small[--ns]);
     kslab_cache_stats(c, &st);
     CHECK_EQ(st.active_objs, 0);
     kmem_cache_destroy(c);

@@ -113,31 +113,197 @@ static void test_publish_walk(void)
     pages_release_all();
 }
 
-/* Large allocations: in the chunk map, not in the arena bitmap. */
-static void test_chunk_map(void)
+/* Page classes: four per doubling, every power of two a class, waste
+ * under a quarter, and class <-> pages round trips. */
+static void test_page_classes(void)
 {
-    static const size_t sizes[] = { 8193, 100000, CHUNK_SIZE, CHUNK_SIZE + 1, 3 * CHUNK_SIZE };
-    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-        char *p = large_alloc(sizes[k]);
+    size_t prev = 0;
+    for (unsigned c = 0; c < PAGE_CLASSES; c++) {
+        size_t n = class_pages(c);
+        CHECK(n > prev);
+        CHECK_EQ(page_class(n), c);
+        CHECK_EQ(pages_round(n), n);
+        prev = n;
+    }
+    CHECK_EQ(prev, (size_t)1 << MAX_PAGE_ORDER);
+    for (size_t n = 1; n <= 4096; n++) {
+        size_t r = pages_round(n);
+        CHECK(r >= n && (r - n) * 5 < r + 5);           /* at most a fifth wasted (+1 page) */
+        if (r <= 1024)
+            CHECK_EQ(class_pages(page_class(r)), r);
+    }
+    for (unsigned o = 0; o <= MAX_PAGE_ORDER; o++)
+        CHECK_EQ(pages_round((size_t)1 << o), (size_t)1 << o);
+    CHECK_EQ(pages_order(1), 0);
+    CHECK_EQ(pages_order(3), 2);
+    CHECK_EQ(pages_order(1024), 10);
+}
+
+/* Large blocks: exact class sizes cut from the buddy (the tail goes back),
+ * aligned, zeroed on request, named by their head only, freed once. */
+static void test_large_blocks(void)
+{
+    static const size_t ns[] = { 1, 2, 3, 5, 7, 10, 12, 20, 112, 640, 1024 };
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        size_t n = ns[k];
+        char *p = pages_large_alloc(NULL, n, 0, true);
         CHECK(p != NULL);
         if (!p)
             continue;
-        CHECK(!in_arena(p));
-        for (size_t off = 0; off < sizes[k]; off += CHUNK_SIZE / 2) {
-            uintptr_t e = chunk_entry(p + off);
-            CHECK_EQ(e & 3, CHUNK_LARGE);
-            struct large_hdr *h = (struct large_hdr *)(e & ~(uintptr_t)3);
-            CHECK(h->base == p && h->size >= sizes[k]);
+        CHECK(in_arena(p));
+        CHECK_EQ((uintptr_t)p % (PAGE_SIZE << pages_order(n)), 0);
+        struct slab *h = pages_large_head(p);
+        CHECK(h != NULL);
+        CHECK_EQ(pages_large_size(h), n * PAGE_SIZE);
+        size_t nz = 0;
+        for (size_t i = 0; i < n * PAGE_SIZE; i += 512)
+            nz += p[i] != 0;
+        CHECK_EQ(nz, 0);
+        memset(p, 0xa5, n * PAGE_SIZE);
+        for (size_t i = 0; i < n; i++)
+            CHECK(addr_desc((uintptr_t)p + i * PAGE_SIZE)->cache == NULL);
+        if (n > 1) {
+            CHECK(pages_large_head(p + PAGE_SIZE) == NULL);
+            CHECK(pages_large_containing(p + n * PAGE_SIZE - 1) == h);
         }
-        CHECK_EQ(chunk_entry(p + sizes[k] - 1) & 3, CHUNK_LARGE);
-        struct large_hdr *h = (struct large_hdr *)(chunk_entry(p) & ~(uintptr_t)3);
-        large_free(h, p);
-        CHECK_EQ(chunk_entry(p), 0);
+        CHECK(pages_large_head(p + 16) == NULL);
+        if (((size_t)1 << pages_order(n)) != n)
+            CHECK(pages_free_order(p + n * PAGE_SIZE) >= 0);   /* the tail went back */
+        CHECK_EQ(pages_check(), 0);
+        CHECK(pages_large_free(NULL, h));
+        CHECK(!pages_large_free(NULL, h));                 /* a second free is refused */
+        CHECK(pages_large_head(p) == NULL);
+        CHECK_EQ(pages_check(), 0);
     }
+    /* alignment beyond the size's own */
+    char *q = pages_large_alloc(NULL, 3, 6, false);
+    CHECK(q != NULL && (uintptr_t)q % (PAGE_SIZE << 6) == 0);
+    CHECK(pages_large_free(NULL, pages_large_head(q)));
+    pages_release_all();
+    CHECK_EQ(pages_check(), 0);
+    struct kslab_memory m;
+    kslab_memory(&m);
+    CHECK_EQ(m.hot_bytes, 0);
+}
+
+/* The pcp lists: LIFO reuse by the owner, bounded per class and in all,
+ * drained back; kzalloc-style requests still read zero on reuse. */
+static void test_pcp(void)
+{
+    struct pages_pcp pcp;
+    memset(&pcp, 0, sizeof pcp);
+    char *a = pages_large_alloc(&pcp, 4, 0, false);
+    CHECK(a != NULL);
+    memset(a, 0x77, 4 * PAGE_SIZE);
+    CHECK(pages_large_free(&pcp, pages_large_head(a)));
+    CHECK_EQ(pcp.count[page_class(4)], 1);
+    CHECK_EQ(pcp.pages, 4);
+    char *b = pages_large_alloc(&pcp, 4, 0, true);
+    CHECK(b == a);                                          /* reused, and zeroed */
+    CHECK(b[0] == 0 && b[4 * PAGE_SIZE - 1] == 0);
+    CHECK_EQ(pcp.pages, 0);
+    CHECK(pages_large_free(&pcp, pages_large_head(b)));
+    char *many[64];
+    for (int i = 0; i < 64; i++)
+        many[i] = pages_large_alloc(&pcp, 2, 0, false);
+    for (int i = 0; i < 64; i++)
+        CHECK(pages_large_free(&pcp, pages_large_head(many[i])));
+    CHECK(pcp.count[page_class(2)] <= PCP_HIGH);
+    char *big[8];
+    for (int i = 0; i < 8; i++)
+        big[i] = pages_large_alloc(&pcp, 112, 0, false);
+    for (int i = 0; i < 8; i++)
+        CHECK(pages_large_free(&pcp, pages_large_head(big[i])));
+    CHECK(pcp.pages <= PCP_MAX_PAGES);
+    unsigned sum = 0;
+    for (unsigned c = 0; c < PCP_CLASSES; c++)
+        sum += pcp.count[c] * class_pages(c);
+    CHECK_EQ(sum, pcp.pages);
+    CHECK_EQ(pages_check(), 0);
+    pages_pcp_drain(&pcp);
+    CHECK_EQ(pcp.pages, 0);
+    pages_release_all();
+    CHECK_EQ(pages_check(), 0);
+}
+
+/* Huge blocks: in the chunk map, not in the arena bitmap; resized with
+ * mremap (contents kept), cached when freed, released on demand. */
+static void test_huge(void)
+{
+    size_t sz = 5 * CHUNK_SIZE / 4;
+    char *p = huge_alloc(ALIGN_UP(sz, PAGE_SIZE), 0, true);
+    CHECK(p != NULL);
+    CHECK(!in_arena(p));
+    CHECK_EQ((uintptr_t)p % CHUNK_SIZE, 0);
+    struct huge_hdr *h = huge_of(p);
+    CHECK(h != NULL && h->base == p && h->size >= sz);
+    CHECK(huge_of(p + sz - 1) == h);
+    for (size_t i = 0; i < sz; i += 4096)
+        p[i] = (char)(i >> 12);
+    char *g = huge_resize(h, 10 * CHUNK_SIZE);               /* grow: no copy */
+    CHECK(g != NULL);
+    if (!g)
+        return;
+    CHECK(h->base == g && h->size == 10 * CHUNK_SIZE);
+    CHECK(huge_of(g + 10 * CHUNK_SIZE - 1) == h);
+    long bad = 0;
+    for (size_t i = 0; i < sz; i += 4096)
+        bad += g[i] != (char)(i >> 12);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(g[9 * CHUNK_SIZE], 0);                          /* new pages read zero */
+    CHECK(huge_resize(h, 2 * CHUNK_SIZE) == g);              /* shrink in place */
+    CHECK(huge_of(g + 3 * CHUNK_SIZE) == NULL);
+    CHECK_EQ(g[CHUNK_SIZE + 4096], (char)((CHUNK_SIZE + 4096) >> 12));
+    huge_free(h);
+    CHECK(huge_of(g) == NULL);
+    struct kslab_memory m;
+    kslab_memory(&m);
+    CHECK_EQ(m.huge_cached_bytes, 2 * CHUNK_SIZE);
+    char *r = huge_alloc(2 * CHUNK_SIZE, 0, false);          /* the cached mapping again */
+    CHECK(r == g);
+    huge_free(huge_of(r));
+    pages_release_all();
+    kslab_memory(&m);
+    CHECK_EQ(m.huge_cached_bytes, 0);
     int x;
-    CHECK_EQ(chunk_entry(&x), 0);
+    CHECK(huge_of(&x) == NULL);
     CHECK(!in_arena(&x));
     CHECK_EQ(chunk_entry((void *)(1ull << 50)), 0);            /* beyond 47 bits */
+}
+
+/* When the OS refuses madvise or munmap, nothing is lost: the blocks stay
+ * in the reserve (the mappings in the cache), counted, and go back once
+ * the OS agrees. */
+static void test_release_failures(void)
+{
+    struct kslab_memory m0, m;
+    pages_release_all();
+    kslab_memory(&m0);
+    char *p[16];
+    for (int i = 0; i < 16; i++)
+        p[i] = pages_large_alloc(NULL, 8, 0, false);
+    for (int i = 0; i < 16; i++)
+        memset(p[i], 1, 8 * PAGE_SIZE);
+    struct huge_hdr *hh[HUGE_CACHE_MAX + 2];
+    for (int i = 0; i < HUGE_CACHE_MAX + 2; i++)
+        hh[i] = huge_of(huge_alloc(2 * CHUNK_SIZE, 0, false));
+    kslab_test_fail_unmap(-1);
+    for (int i = 0; i < 16; i++)
+        pages_large_free(NULL, pages_large_head(p[i]));
+    for (int i = 0; i < HUGE_CACHE_MAX + 2; i++)
+        huge_free(hh[i]);
+    pages_release_all();
+    kslab_memory(&m);
+    CHECK(m.release_failures > m0.release_failures);
+    CHECK(m.hot_bytes >= 16 * 8 * PAGE_SIZE);               /* kept, still usable */
+    CHECK_EQ(m.huge_cached_bytes, (HUGE_CACHE_MAX + 2) * 2 * CHUNK_SIZE);
+    CHECK_EQ(pages_check(), 0);
+    kslab_test_fail_unmap(0);
+    pages_release_all();
+    kslab_memory(&m);
+    CHECK_EQ(m.hot_bytes, 0);
+    CHECK_EQ(m.huge_cached_bytes, 0);
+    CHECK_EQ(pages_check(), 0);
 }
 
 /* obj_index(s, off) < s->objects exactly when an object starts at off. */
@@ -187,7 +353,11 @@ int main(void)
     test_buddy_orders();
     test_buddy_split_merge();
     test_publish_walk();
-    test_chunk_map();
+    test_page_classes();
+    test_large_blocks();
+    test_pcp();
+    test_huge();
+    test_release_failures();
     test_obj_index();
     return check_done();
 }
