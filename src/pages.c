@@ -78,11 +78,18 @@ static size_t huge_cache_bytes;
 static _Atomic uint64_t pages_in_use;                  /* slab pages */
 static _Atomic uint64_t pages_peak;
 static _Atomic uint64_t large_pages;                   /* large blocks, live or in pcp lists */
-static _Atomic uint64_t pcp_pages;                     /* of those, in pcp lists */
-static _Atomic uint64_t huge_bytes, huge_live;         /* live huge blocks */
+static uint64_t huge_bytes, huge_live;                 /* live huge blocks (pages_lock) */
 static _Atomic uint64_t nr_arenas, nr_tables;
 static _Atomic uint64_t release_failures;
 static atomic_bool release_warned;
+
+uint8_t pages_class_of[PCP_MAX_BYTES / PAGE_SIZE + 1];
+
+void pages_init(void)
+{
+    for (size_t n = 1; n <= PCP_MAX_BYTES / PAGE_SIZE; n++)
+        pages_class_of[n] = (uint8_t)page_class(pages_round(n));
+}
 
 uint64_t kslab_pages_in_use(void)
 {
@@ -540,11 +547,9 @@ void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, b
     unsigned c = page_class(n), k = pages_order(n);
     struct slab *b;
     bool dirty = true;
-    if (pcp && c < PCP_CLASSES && align_order <= k && (b = pcp->list[c])) {
-        pcp->list[c] = b->next;     /* the thread's own list: no lock, no atomic */
-        pcp->count[c]--;
-        pcp->pages -= (uint32_t)n;
-        atomic_fetch_sub_explicit(&pcp_pages, n, memory_order_relaxed);
+    void *p;
+    if (pcp && c < PCP_CLASSES && align_order <= k && (p = pages_pcp_pop(pcp, c))) {
+        b = addr_desc((uintptr_t)p);
     } else {
         struct pending w = { 0 };
         kslab_lock(&pages_lock);
@@ -570,8 +575,9 @@ void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, b
         finish(&w);
     }
     b->next = NULL;
+    b->pg_order = (uint8_t)c;       /* a large head keeps its class here */
     set_state(b, PG_LARGE);
-    void *p = slab_address(b);
+    p = slab_address(b);
     if (zero && dirty)
         memset(p, 0, n << PAGE_SHIFT);
     return p;
@@ -581,7 +587,6 @@ void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, b
 static void pcp_to_hot(struct slab *l, size_t pages)
 {
     struct pending w = { 0 };
-    atomic_fetch_sub_explicit(&pcp_pages, pages, memory_order_relaxed);
     kslab_lock(&pages_lock);
     atomic_fetch_sub_explicit(&large_pages, pages, memory_order_relaxed);
     while (l) {
@@ -601,7 +606,7 @@ static void pcp_move(struct pages_pcp *pcp, unsigned k, unsigned count, struct s
         struct slab *b = pcp->list[k];
         pcp->list[k] = b->next;
         pcp->count[k]--;
-        pcp->pages -= b->pg_npages;
+        __atomic_store_n(&pcp->pages, pcp->pages - b->pg_npages, __ATOMIC_RELAXED);
         *pages += b->pg_npages;
         b->next = *out;
         *out = b;
@@ -616,7 +621,7 @@ static void pcp_spill(struct pages_pcp *pcp, unsigned c, size_t n)
     struct slab *out = NULL;
     size_t pages = 0;
     if (pcp->count[c] >= PCP_HIGH)
-        pcp_move(pcp, c, pcp->count[c] / 2u, &out, &pages);
+        pcp_move(pcp, c, (pcp->count[c] + 1u) / 2u, &out, &pages);
     for (int k = PCP_CLASSES - 1; k >= 0 && pcp->pages + n > PCP_MAX_PAGES; k--)
         pcp_move(pcp, (unsigned)k, ~0u, &out, &pages);
     if (out)
@@ -635,16 +640,11 @@ bool pages_large_free(struct pages_pcp *pcp, struct slab *b)
     size_t n = b->pg_npages;
     unsigned c = page_class(n);
     if (pcp && c < PCP_CLASSES) {
-        if (pcp->count[c] >= PCP_HIGH || pcp->pages + n > PCP_MAX_PAGES)
-            pcp_spill(pcp, c, n);
-        b->next = pcp->list[c];
-        pcp->list[c] = b;
-        pcp->count[c]++;
-        pcp->pages += (uint32_t)n;
-        atomic_fetch_add_explicit(&pcp_pages, n, memory_order_relaxed);
-        return true;
+        pcp_spill(pcp, c, n);
+        set_state(b, PG_LARGE);
+        if (pages_pcp_push(pcp, b))
+            return true;
     }
-    atomic_fetch_add_explicit(&pcp_pages, n, memory_order_relaxed);
     b->next = NULL;
     pcp_to_hot(b, n);
     return true;
@@ -687,9 +687,21 @@ static struct kmem_cache *huge_hdr_cache(void)
     return kslab_kmalloc_cache(sizeof(struct huge_hdr));
 }
 
+static void huge_cache_add(struct huge_hdr *h)     /* pages_lock held */
+{
+    __atomic_store_n(&h->cached, 1, __ATOMIC_RELAXED);
+    h->tick = (uint32_t)decay_tick_no;
+    h->next = huge_cache;
+    huge_cache = h;
+    huge_cache_n++;
+    huge_cache_bytes += h->size;
+}
+
+/* Unmap a huge block's mapping (no lock held), its chunk entries first. */
 static void huge_unmap(struct huge_hdr *h)
 {
     if (prim_unmap(h->base, h->size)) {
+        chunk_map_set(h->base, h->size, 0);
         kmem_cache_free(huge_hdr_cache(), h);
         return;
     }
@@ -698,21 +710,19 @@ static void huge_unmap(struct huge_hdr *h)
     release_failed("munmap", h->base, h->size);
     (void)prim_release(h->base, h->size);
     kslab_lock(&pages_lock);
-    h->tick = decay_tick_no;
-    h->next = huge_cache;
-    huge_cache = h;
-    huge_cache_n++;
-    huge_cache_bytes += h->size;
+    huge_cache_add(h);
     kslab_unlock(&pages_lock);
 }
 
+/* A cached mapping keeps its chunk entries, marked cached, so reusing it
+ * writes no table and a free of it is still recognised as a double free. */
 void *huge_alloc(size_t bytes, size_t align, bool zero)
 {
     if (align < CHUNK_SIZE)
         align = CHUNK_SIZE;
     struct huge_hdr *h = NULL;
+    kslab_lock(&pages_lock);
     if (!zero) {                    /* a cached mapping is dirty: calloc maps fresh */
-        kslab_lock(&pages_lock);
         struct huge_hdr **best = NULL;
         for (struct huge_hdr **pp = &huge_cache; *pp; pp = &(*pp)->next) {
             struct huge_hdr *c = *pp;
@@ -725,44 +735,46 @@ void *huge_alloc(size_t bytes, size_t align, bool zero)
             *best = h->next;
             huge_cache_n--;
             huge_cache_bytes -= h->size;
+            __atomic_store_n(&h->cached, 0, __ATOMIC_RELAXED);
+            huge_bytes += h->size;
+            huge_live++;
         }
-        kslab_unlock(&pages_lock);
     }
-    if (!h) {
-        h = kmem_cache_alloc(huge_hdr_cache(), GFP_KERNEL);
-        if (!h)
-            return NULL;
-        h->base = prim_map_aligned(bytes, align);
-        if (!h->base) {
-            kmem_cache_free(huge_hdr_cache(), h);
-            return NULL;
-        }
-        h->size = bytes;
-    }
-    if (!chunk_map_set(h->base, h->size, (uintptr_t)h | CHUNK_HUGE)) {
-        chunk_map_set(h->base, h->size, 0);
-        huge_unmap(h);
+    kslab_unlock(&pages_lock);
+    if (h)
+        return h->base;
+    h = kmem_cache_alloc(huge_hdr_cache(), GFP_KERNEL);
+    if (!h)
+        return NULL;
+    memset(h, 0, sizeof *h);
+    h->base = prim_map_aligned(bytes, align);
+    if (!h->base) {
+        kmem_cache_free(huge_hdr_cache(), h);
         return NULL;
     }
-    h->next = NULL;
-    atomic_fetch_add_explicit(&huge_bytes, h->size, memory_order_relaxed);
-    atomic_fetch_add_explicit(&huge_live, 1, memory_order_relaxed);
+    h->size = bytes;
+    if (!chunk_map_set(h->base, h->size, (uintptr_t)h | CHUNK_HUGE)) {
+        chunk_map_set(h->base, h->size, 0);
+        if (!prim_unmap(h->base, h->size))
+            release_failed("munmap", h->base, h->size);   /* address space only: untouched */
+        kmem_cache_free(huge_hdr_cache(), h);
+        return NULL;
+    }
+    kslab_lock(&pages_lock);
+    huge_bytes += h->size;
+    huge_live++;
+    kslab_unlock(&pages_lock);
     return h->base;
 }
 
 void huge_free(struct huge_hdr *h)
 {
     struct pending w = { 0 };
-    chunk_map_set(h->base, h->size, 0);
-    atomic_fetch_sub_explicit(&huge_bytes, h->size, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&huge_live, 1, memory_order_relaxed);
     kslab_lock(&pages_lock);
+    huge_bytes -= h->size;
+    huge_live--;
     if (huge_cache_n < HUGE_CACHE_MAX && huge_cache_bytes + h->size <= HUGE_CACHE_BYTES) {
-        h->tick = decay_tick_no;
-        h->next = huge_cache;
-        huge_cache = h;
-        huge_cache_n++;
-        huge_cache_bytes += h->size;
+        huge_cache_add(h);
     } else {
         h->next = NULL;
         w.maps = h;
@@ -784,8 +796,10 @@ void *huge_resize(struct huge_hdr *h, size_t bytes)
         size_t keep = ALIGN_UP(bytes, CHUNK_SIZE);
         if (keep < old)
             chunk_map_set((char *)h->base + keep, old - keep, 0);
-        atomic_fetch_sub_explicit(&huge_bytes, old - bytes, memory_order_relaxed);
+        kslab_lock(&pages_lock);
+        huge_bytes -= old - bytes;
         h->size = bytes;
+        kslab_unlock(&pages_lock);
         return h->base;
     }
     if (prim_remap(h->base, old, bytes, NULL)) {          /* grown in place */
@@ -807,8 +821,10 @@ void *huge_resize(struct huge_hdr *h, size_t bytes)
         chunk_map_set(h->base, old, 0);
         h->base = to;
     }
-    atomic_fetch_add_explicit(&huge_bytes, bytes - old, memory_order_relaxed);
+    kslab_lock(&pages_lock);
+    huge_bytes += bytes - old;
     h->size = bytes;
+    kslab_unlock(&pages_lock);
     return h->base;
 }
 
@@ -830,20 +846,18 @@ size_t pages_release_all(void)
     return bytes;
 }
 
-void kslab_memory(struct kslab_memory *m)
+void pages_memory(struct kslab_memory *m)
 {
-    memset(m, 0, sizeof *m);
     m->slab_bytes = kslab_pages_in_use() << PAGE_SHIFT;
     m->large_bytes = atomic_load_explicit(&large_pages, memory_order_relaxed) << PAGE_SHIFT;
-    m->pcp_bytes = atomic_load_explicit(&pcp_pages, memory_order_relaxed) << PAGE_SHIFT;
-    m->huge_bytes = atomic_load_explicit(&huge_bytes, memory_order_relaxed);
     uint64_t arenas_n = atomic_load_explicit(&nr_arenas, memory_order_relaxed);
     m->arena_bytes = arenas_n * ARENA_SIZE;
     kslab_lock(&pages_lock);
+    m->huge_bytes = huge_bytes;
     m->hot_bytes = hot_pages << PAGE_SHIFT;
     m->huge_cached_bytes = huge_cache_bytes;
-    m->mappings = arenas_n + atomic_load_explicit(&huge_live, memory_order_relaxed) +
-                  huge_cache_n + atomic_load_explicit(&nr_tables, memory_order_relaxed);
+    m->mappings = arenas_n + huge_live + huge_cache_n +
+                  atomic_load_explicit(&nr_tables, memory_order_relaxed);
     kslab_unlock(&pages_lock);
     m->release_failures = atomic_load_explicit(&release_failures, memory_order_relaxed);
 }

@@ -196,19 +196,24 @@ static inline unsigned pages_order(size_t n)
 
 /* ---- the per-thread page lists (the kernel's pcp lists) ---------------------- */
 /*
- * Recently freed large blocks of classes up to PCP_CLASSES (128 pages,
- * 512 KiB), kept by the thread that freed them and reused by it with no lock
- * and no atomic.  At most PCP_HIGH blocks per class and PCP_MAX_PAGES pages
- * in all; beyond, half a class list goes to the global reserve at once (the
- * kernel's pcp->batch).  Drained at thread exit and by kslab_trim().
+ * Recently freed large blocks of classes up to PCP_CLASSES (256 pages,
+ * 1 MiB), kept by the thread that freed them and reused by it with no lock
+ * and no atomic read-modify-write.  At most PCP_HIGH blocks per class and
+ * PCP_MAX_PAGES pages in all; beyond, half a class list goes to the global
+ * reserve at once (the kernel's pcp->batch).  Drained at thread exit and by
+ * kslab_trim().  The fast paths below are inline; the rest is pages.c's.
+ * A double free in sequence is caught (the head is PG_PCP, not PG_LARGE);
+ * two threads freeing one block at the same instant are not, as for slab
+ * objects on SLUB's fast path.
  */
-#define PCP_CLASSES 24                         /* class 23 = 128 pages */
+#define PCP_CLASSES 28                         /* class 27 = 256 pages */
 #define PCP_HIGH 16
-#define PCP_MAX_PAGES 256u                     /* 1 MiB per thread */
+#define PCP_MAX_PAGES 512u                     /* 2 MiB per thread */
+#define PCP_MAX_BYTES ((size_t)256 << PAGE_SHIFT)
 struct pages_pcp {
     struct slab *list[PCP_CLASSES];            /* LIFO, linked by ->next */
     uint16_t count[PCP_CLASSES];
-    uint32_t pages;
+    uint32_t pages;                            /* owner writes; stats read (relaxed) */
 };
 
 /* A block of 2^order pages owned by `owner`, unpublished (PG_NEW); NULL
@@ -236,6 +241,39 @@ static inline size_t pages_large_size(const struct slab *head)
 {
     return (size_t)head->pg_npages << PAGE_SHIFT;
 }
+/* The pcp fast paths: a block of class c from the thread's list (NULL if
+ * empty), and a freed live block onto it (false if the list is full or the
+ * class not cached: then pages_large_free). */
+/* The page class of pages_round(n), for n = 1 .. 256 (filled by
+ * pages_init): malloc's pcp fast path finds its class with one load.
+ * A large block's head keeps its class in pg_order. */
+extern uint8_t pages_class_of[PCP_MAX_BYTES / PAGE_SIZE + 1];
+void pages_init(void);
+static inline void *pages_pcp_pop(struct pages_pcp *pcp, unsigned c)
+{
+    struct slab *b = pcp->list[c];
+    if (unlikely(!b))
+        return NULL;
+    pcp->list[c] = b->next;
+    pcp->count[c]--;
+    __atomic_store_n(&pcp->pages, pcp->pages - b->pg_npages, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->pg_state, PG_LARGE, __ATOMIC_RELAXED);
+    return slab_address(b);
+}
+static inline bool pages_pcp_push(struct pages_pcp *pcp, struct slab *b)
+{
+    uint32_t n = b->pg_npages;
+    unsigned c = b->pg_order;
+    if (unlikely(c >= PCP_CLASSES || pcp->count[c] >= PCP_HIGH ||
+                 pcp->pages + n > PCP_MAX_PAGES))
+        return false;
+    __atomic_store_n(&b->pg_state, PG_PCP, __ATOMIC_RELAXED);
+    b->next = pcp->list[c];
+    pcp->list[c] = b;
+    pcp->count[c]++;
+    __atomic_store_n(&pcp->pages, pcp->pages + n, __ATOMIC_RELAXED);
+    return true;
+}
 /* Free a live large block (head from pages_large_head).  Returns false if
  * another thread freed it at the same moment (a double free). */
 bool pages_large_free(struct pages_pcp *pcp, struct slab *head);
@@ -246,6 +284,9 @@ struct slab *pages_large_containing(const void *x);
 /* Give every cached block back to the OS: the hot reserve and the huge
  * mapping cache.  Returns the bytes released. */
 size_t pages_release_all(void);
+/* kslab_memory()'s page-layer part (pcp_bytes is the caller's). */
+struct kslab_memory;
+void pages_memory(struct kslab_memory *m);
 /* Introspection for the internal tests: the order of the free block holding
  * p (-1 if none), and the number of buddy invariant violations. */
 int pages_free_order(const void *p);
@@ -266,7 +307,8 @@ struct huge_hdr {
     void *base;        /* the block: the start of its mapping, chunk aligned */
     size_t size;       /* bytes mapped (ksize) */
     struct huge_hdr *next;   /* mapping cache list */
-    uint64_t tick;     /* when it entered the cache */
+    uint32_t tick;     /* when it entered the cache */
+    uint8_t cached;    /* in the cache (its chunk entries stay): relaxed atomic */
 };
 #define HUGE_CACHE_MAX 8
 #define HUGE_CACHE_BYTES ((size_t)64 << 20)
@@ -275,10 +317,15 @@ struct huge_hdr {
 #define KSLAB_MAX_ALLOC ((size_t)1 << 46)
 /* bytes: a multiple of the page size; align: a power of two or 0. */
 void *huge_alloc(size_t bytes, size_t align, bool zero);
+/* The huge block whose mapping holds x (live or cached), or NULL. */
 static inline struct huge_hdr *huge_of(const void *x)
 {
     uintptr_t e = chunk_entry(x);
     return (e & 3) == CHUNK_HUGE ? (struct huge_hdr *)(e & ~(uintptr_t)3) : NULL;
+}
+static inline bool huge_is_live(const struct huge_hdr *h)
+{
+    return !__atomic_load_n(&h->cached, __ATOMIC_RELAXED);
 }
 void huge_free(struct huge_hdr *h);
 /* Resize h to bytes (a page multiple, > 4 MiB) without copying: in place,

@@ -62,6 +62,9 @@ _Noreturn void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *
         struct huge_hdr *h = huge_of(x);
         if (!h)
             kslab_report("%s(%s): pointer %p was not allocated by kslab", fn, want, x);
+        if (!huge_is_live(h))
+            kslab_report("%s(): pointer %p is in a freed huge block at %p (%zu bytes): double "
+                         "free or use after free", fn, x, h->base, h->size);
         if (s)
             kslab_report("%s(%s): pointer %p is a huge kmalloc block, not an object of cache %s",
                          fn, want, x, want);

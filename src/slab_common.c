@@ -137,6 +137,7 @@ void kslab_init(void)
         return;
     }
     read_options();
+    pages_init();
     kslab_threads_init();
     kslab_lock(&cache_lock);
     for (int i = KMALLOC_CLASSES - 1; i >= 0; i--) {

@@ -82,3 +82,17 @@ void kslab_slabinfo(FILE *out)
     }
     kslab_unlock(&kslab_cache_lock);
 }
+
+static void add_pcp(struct kslab_thread *t, void *arg)
+{
+    *(uint64_t *)arg += __atomic_load_n(&t->pcp.pages, __ATOMIC_RELAXED);
+}
+
+void kslab_memory(struct kslab_memory *m)
+{
+    memset(m, 0, sizeof *m);
+    pages_memory(m);
+    uint64_t pcp = 0;
+    kslab_for_each_thread(add_pcp, &pcp);
+    m->pcp_bytes = pcp << PAGE_SHIFT;
+}

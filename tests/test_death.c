@@ -120,7 +120,7 @@ int main(int argc, char **argv)
     CHECK_DEATH(double_free_large, NULL, "kfree(): double free of large block 0x");
     CHECK_DEATH(large_interior, NULL, "inside the large block at 0x");
     CHECK_DEATH(large_into_cache, NULL, "is a large kmalloc block, not an object of cache small_obj");
-    CHECK_DEATH(double_free_huge, NULL, "was not allocated by kslab");
+    CHECK_DEATH(double_free_huge, NULL, "is in a freed huge block at 0x");
     CHECK_DEATH(huge_interior, NULL, "inside the huge block at 0x");
     CHECK_DEATH(ksize_freed_large, NULL, "ksize(): double free of large block 0x");
     CHECK_DEATH(bulk_large_interior, NULL, "kfree_bulk(): pointer 0x");

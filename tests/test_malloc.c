@@ -221,6 +221,78 @@ static void test_aligned_edges(void)
 }
 
 /* Issue 8, case 3: interior and freed pointers reach kslab's report. */
+/* malloc's own classes (about four per doubling), page classes above 8 KiB,
+ * huge blocks above 4 MiB: usable sizes waste at most a fifth, the classes
+ * show in slabinfo, realloc of a huge block keeps its contents (mremap),
+ * calloc reads zero even on a reused block, and malloc_trim gives back. */
+static void test_classes_large(void)
+{
+    for (size_t n = 17; n < (12u << 20); n = n * 9 / 8 + 1) {
+        unsigned char *p = vmalloc_(n);
+        CHECK(p != NULL);
+        size_t u = malloc_usable_size(p);
+        CHECK(u >= n);
+        CHECK((u - n) * 4 <= u + 4096 * 4);          /* a quarter, or a page for tiny */
+        if (n > 256 && (u - n) * 5 > u + 4096 * 5)
+            fprintf(stderr, "malloc(%zu): usable %zu\n", n, u);
+        p[0] = 1;
+        p[n - 1] = 2;
+        free(p);
+    }
+    CHECK_EQ(malloc_usable_size(vmalloc_(80)), 80);   /* malloc-80, not kmalloc-96 (leaked: 80 B) */
+    char buf[1 << 16];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
+    if (f && slabinfo) {
+        slabinfo(f);
+        fclose(f);
+        CHECK(strstr(buf, "malloc-80 ") != NULL);
+        CHECK(strstr(buf, "malloc-320 ") != NULL);
+    }
+    /* realloc: growth from slab to large to huge and back keeps contents */
+    size_t sz = 100;
+    unsigned char *r = vmalloc_(sz);
+    for (size_t i = 0; i < sz; i++)
+        r[i] = (unsigned char)(i * 7);
+    long bad = 0;
+    for (size_t next = 300; next < (40u << 20); next = next * 3) {
+        unsigned char *was = r;
+        r = realloc(r, next);
+        CHECK(r != NULL);
+        long b0 = bad;
+        for (size_t i = 0; i < sz; i++)
+            bad += r[i] != (unsigned char)(i * 7);
+        if (bad != b0)
+            fprintf(stderr, "realloc(%p, %zu) from %zu: %p, %ld bytes differ\n", (void *)was,
+                    next, sz, (void *)r, bad - b0);
+        for (size_t i = sz; i < next; i++)
+            r[i] = (unsigned char)(i * 7);
+        sz = next;
+    }
+    r = realloc(r, 5u << 20);                          /* huge shrinks in place */
+    for (size_t i = 0; i < (5u << 20); i += 4093)
+        bad += r[i] != (unsigned char)(i * 7);
+    CHECK_EQ(bad, 0);
+    free(r);
+    /* calloc after a dirty free of the same class: zero */
+    for (size_t n = 20000; n < (20u << 20); n *= 4) {
+        unsigned char *d = vmalloc_(n);
+        memset(d, 0xee, n);
+        free(d);
+        unsigned char *c = calloc(1, n);
+        long nz = 0;
+        for (size_t i = 0; i < n; i += 64)
+            nz += c[i] != 0;
+        CHECK_EQ(nz, 0);
+        free(c);
+    }
+    /* huge and large blocks freed, then trimmed: something given back */
+    void *h = vmalloc_(9u << 20);
+    memset(h, 1, 9u << 20);
+    free(h);
+    CHECK_EQ(malloc_trim(0), 1);
+}
+
 static void usable_interior(void *a) { char *p = vmalloc_(100); (void)malloc_usable_size(p + 8); }
 static void realloc_interior(void *a)
 {
@@ -238,6 +310,7 @@ int main(void)
     test_calloc_realloc();
     test_aligned();
     test_aligned_edges();
+    test_classes_large();
     CHECK_DEATH(usable_interior, NULL, "ksize(", "inside object");
     CHECK_DEATH(realloc_interior, NULL, "ksize(", "inside object");
     test_threads_fork_dlopen();
