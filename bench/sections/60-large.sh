@@ -1,0 +1,55 @@
+# The page allocator (issue 9): malloc+free pairs of large and huge blocks,
+# realloc growth, and a mixed-size workload with its peak RSS, kslab (through
+# libkslab-malloc) beside glibc and the peers in the same run.  Each row is
+# the median of 7 runs (pairs), 3 runs (realloc) or one run (mixed); the
+# whole set is repeated LARGE_ROUNDS times, interleaved, and the median kept.
+echo "== page allocator: large pairs, realloc growth, mixed sizes"
+KM=$PWD/build/libkslab-malloc.so
+ROUNDS=${LARGE_ROUNDS:-3}
+: > "$RAW/large.tsv"
+large_run() {  # WHO ARGS...
+  local who=$1; shift
+  case $who in
+    kslab) LD_PRELOAD=$KM $B/malloc_large "$who" "$@" ;;
+    *) run_peer "$who" $B/malloc_large "$who" "$@" ;;
+  esac
+}
+for r in $(seq "$ROUNDS"); do
+  for who in kslab $PEERS; do
+    [ "$who" = kslab ] || peer_ok "$who" || continue
+    for s in 16384 131072 1048576 16777216; do large_run "$who" pair $s >> "$RAW/large.tsv"; done
+    large_run "$who" realloc >> "$RAW/large.tsv"
+    large_run "$who" mixed >> "$RAW/large.tsv"
+  done
+done
+{
+  echo "## Page allocator: large blocks, realloc, mixed sizes (issue 9)"
+  echo
+  echo "malloc(SIZE), write its first byte, free: ns per pair.  realloc: one buffer grown from"
+  echo "4 KiB to 32 MB in 4 KiB steps, the last byte of each step written: ms in all.  mixed:"
+  echo "10 000 live blocks of log-uniform random sizes from 8 B to 512 KiB, 2 M replacements,"
+  echo "first and last byte written: ns per replacement and the process's peak RSS.  Median of"
+  echo "$ROUNDS interleaved rounds; *vs best peer* is kslab's figure over the best peer's (the"
+  echo "targets: pairs within 1.2x, realloc within 2x of glibc)."
+  echo
+  echo "| row | kslab | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer |"
+  echo "|---|---|---|---|---|---|---|"
+  awk -F'\t' -v peers="$PEERS" '
+    function med(k,   n, i, j, t, v) { n = cnt[k]; for (i = 1; i <= n; i++) v[i] = val[k, i] + 0
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      return v[int((n + 1) / 2)] }
+    { k = $2 SUBSEP $1; if (!($2 in seen)) { seen[$2] = 1; rows[++nr] = $2 }
+      cnt[k]++; val[k, cnt[k]] = $3; if (NF >= 6) { rc[k]++; rss[k, rc[k]] = $6 } }
+    END { np = split("kslab " peers, who, " ")
+      for (i = 1; i <= nr; i++) { row = rows[i]; line = "| " row; best = -1
+        for (w = 1; w <= np; w++) { k = row SUBSEP who[w]
+          if (!(k in cnt)) { line = line " | missing"; continue }
+          m = med(k); cell = sprintf("%.1f", m)
+          if (k in rc) { n = rc[k]; for (a = 1; a <= n; a++) vv[a] = rss[k, a] + 0
+            for (a = 1; a <= n; a++) for (b = a + 1; b <= n; b++) if (vv[b] < vv[a]) { t = vv[a]; vv[a] = vv[b]; vv[b] = t }
+            cell = cell sprintf(" ns, %d MiB", vv[int((n + 1) / 2)] / 1024) }
+          line = line " | " cell
+          if (w == 1) mine = m; else if (best < 0 || m < best) best = m }
+        printf "%s | %.2fx |\n", line, (best > 0 ? mine / best : 0) } }' "$RAW/large.tsv"
+  echo
+} >> "$REPORT"
