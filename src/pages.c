@@ -952,10 +952,8 @@ long pages_check(void)
     return bad;
 }
 
-void pages_atfork_prepare(void) { kslab_lock(&map_lock); kslab_lock(&pages_lock); }
-void pages_atfork_parent(void) { kslab_unlock(&pages_lock); kslab_unlock(&map_lock); }
-void pages_atfork_child(void)
+void pages_atfork(int phase)
 {
-    kslab_lock_reinit(&pages_lock);
-    kslab_lock_reinit(&map_lock);
+    kslab_lock_atfork(&pages_lock, phase);
+    kslab_lock_atfork(&map_lock, phase);
 }

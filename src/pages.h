@@ -291,9 +291,7 @@ void pages_memory(struct kslab_memory *m);
  * p (-1 if none), and the number of buddy invariant violations. */
 int pages_free_order(const void *p);
 long pages_check(void);
-void pages_atfork_prepare(void);
-void pages_atfork_parent(void);
-void pages_atfork_child(void);
+void pages_atfork(int phase);                   /* kslab_lock_atfork's phases */
 uint64_t kslab_pages_in_use(void);
 
 /* ---- huge blocks: mappings of their own ------------------------------------- */

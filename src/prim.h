@@ -75,5 +75,16 @@ static inline void kslab_lock_reinit(kslab_lock_t *l) /* fork child only */
 {
     atomic_store_explicit(&l->v, 0, memory_order_relaxed);
 }
+/* fork: phase 0 (prepare) takes l, 1 (parent) releases it, 2 (child)
+ * resets it: the three steps every lock of kslab goes through. */
+static inline void kslab_lock_atfork(kslab_lock_t *l, int phase)
+{
+    if (phase == 0)
+        kslab_lock(l);
+    else if (phase == 1)
+        kslab_unlock(l);
+    else
+        kslab_lock_reinit(l);
+}
 
 #endif

@@ -517,12 +517,7 @@ static void *slob_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
 
 static void slob_atfork(int phase)
 {
-    if (phase == 0)
-        kslab_lock(&slob_lock);
-    else if (phase == 1)
-        kslab_unlock(&slob_lock);
-    else
-        kslab_lock_reinit(&slob_lock);
+    kslab_lock_atfork(&slob_lock, phase);
 }
 
 const struct kslab_backend slob_backend = {

@@ -94,26 +94,34 @@ static void thread_destructor(void *arg)
     thread_retire(t);
 }
 
+/* Every lock, in the lock order, for fork's prepare handler (phase 0);
+ * released or reset (phases 1, 2) with cache_lock last, so the cache list is
+ * walked while cache_lock is still held. */
+static void atfork_locks(int phase)
+{
+    if (phase == 0) {
+        kslab_lock(&kslab_cache_lock);
+        kslab_lock(&threads_lock);
+    }
+    for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
+        kslab_lock_atfork(&s->list_lock, phase);
+    if (kslab_be->atfork)
+        kslab_be->atfork(phase);
+    pages_atfork(phase);
+    if (phase != 0) {
+        kslab_lock_atfork(&threads_lock, phase);
+        kslab_lock_atfork(&kslab_cache_lock, phase);
+    }
+}
+
 static void atfork_prepare(void)
 {
-    kslab_lock(&kslab_cache_lock);
-    kslab_lock(&threads_lock);
-    for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
-        kslab_lock(&s->list_lock);
-    if (kslab_be->atfork)
-        kslab_be->atfork(0);
-    pages_atfork_prepare();
+    atfork_locks(0);
 }
 
 static void atfork_parent(void)
 {
-    pages_atfork_parent();
-    if (kslab_be->atfork)
-        kslab_be->atfork(1);
-    for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
-        kslab_unlock(&s->list_lock);
-    kslab_unlock(&threads_lock);
-    kslab_unlock(&kslab_cache_lock);
+    atfork_locks(1);
 }
 
 /* The child has one thread.  Locks held by threads that vanished were taken
@@ -126,13 +134,7 @@ static void atfork_parent(void)
  * only) and folds their counters. */
 static void atfork_child(void)
 {
-    pages_atfork_child();
-    if (kslab_be->atfork)
-        kslab_be->atfork(2);
-    for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
-        kslab_lock_reinit(&s->list_lock);
-    kslab_lock_reinit(&threads_lock);
-    kslab_lock_reinit(&kslab_cache_lock);
+    atfork_locks(2);
     struct kslab_thread *self = kslab_tls, *t = threads, *next;
     for (; t; t = next) {
         next = t->next_thread;
