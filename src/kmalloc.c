@@ -38,11 +38,14 @@ static struct kmem_cache *const kmalloc_caches[KMALLOC_CLASSES] = {
 
 /* malloc classes (the drop-in's): 16 .. 128 by 16, then four per doubling up
  * to 8 KiB, so a block wastes at most a fifth of itself (jemalloc's and
- * mimalloc's spacing).  Sizes that are kmalloc classes share the kmalloc
- * cache; the others are the boot caches malloc-48 ... malloc-7168. */
+ * mimalloc's spacing): class i is malloc_class_size(i).  Sizes that are
+ * kmalloc classes share the kmalloc cache (B); the others are boot caches
+ * of their own (M), set up by kslab_init with these sizes, which checks the
+ * table against the formula.  A constant table, like kmalloc_caches, so
+ * that malloc before initialisation reaches the slow path. */
 #define B(i) (&kslab_boot_caches[i])
 #define M(i) (&kslab_boot_caches[KMALLOC_CLASSES + 1 + (i)])
-static struct kmem_cache *const malloc_caches[MALLOC_CLASSES] = {
+struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES] = {
     B(1), B(2), M(0), B(3), M(1), B(4), M(2), B(5),           /* 16 .. 128 */
     M(3), B(6), M(4), B(7), M(5), M(6), M(7), B(8),           /* 160 .. 512 */
     M(8), M(9), M(10), B(9), M(11), M(12), M(13), B(10),      /* 640 .. 2048 */
@@ -50,10 +53,13 @@ static struct kmem_cache *const malloc_caches[MALLOC_CLASSES] = {
 };
 #undef B
 #undef M
-const uint32_t malloc_only_sizes[MALLOC_ONLY_CLASSES] = {
-    48, 80, 112, 160, 224, 320, 384, 448, 640, 768, 896, 1280, 1536, 1792, 2560, 3072, 3584,
-    5120, 6144, 7168
-};
+
+unsigned kslab_malloc_class_size(unsigned i)
+{
+    if (i < 8)
+        return 16 * (i + 1);
+    return (4u + (i - 8) % 4 + 1) << ((i - 8) / 4 + 5);
+}
 
 static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 8192 */
 {
@@ -61,11 +67,6 @@ static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 8192 */
         return (unsigned)((n - 1) >> 4);
     unsigned lg = fls_sz(n - 1);                   /* 7 .. 12 */
     return 8 + (lg - 7) * 4 + (unsigned)(((n - 1) >> (lg - 2)) & 3);
-}
-
-size_t kslab_malloc_class_size(size_t n)
-{
-    return n - 1 < KMALLOC_MAX_CACHE_SIZE ? malloc_caches[malloc_index(n)]->object_size : 0;
 }
 
 static inline unsigned kmalloc_index(size_t size)
@@ -144,7 +145,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
  * kmalloc_large, naturally aligned), the page class that fits for malloc
  * (KSLAB_GFP_MALLOC).  Above, a huge block: its own mapping, page-rounded
  * for kmalloc, class-rounded for malloc (so realloc growth remaps rarely).
- * align: a power of two, 0 for none beyond what the size gives.
+ * align: a power of two (a page or less: nothing beyond what the size gives).
  */
 void *kslab_large_alloc(size_t size, size_t align, gfp_t flags)
 {
@@ -158,17 +159,7 @@ void *kslab_large_alloc(size_t size, size_t align, gfp_t flags)
     if (n <= ((size_t)1 << MAX_PAGE_ORDER) && align <= (PAGE_SIZE << MAX_PAGE_ORDER)) {
         n = (flags & KSLAB_GFP_MALLOC) ? pages_round(n) : (size_t)1 << pages_order(n);
         unsigned ao = align > PAGE_SIZE ? fls_sz(align) - PAGE_SHIFT : 0;
-        struct kslab_thread *t = kslab_tls;
-        unsigned c = page_class(n);
-        void *p;
-        /* the pcp fast path: the thread's list, no lock (pages.h) */
-        if (likely(thread_is_real(t)) && c < PCP_CLASSES && ao <= pages_order(n) &&
-            (p = pages_pcp_pop(&t->pcp, c))) {
-            if (zero)
-                memset(p, 0, n << PAGE_SHIFT);
-            return p;
-        }
-        t = kslab_thread_get();
+        struct kslab_thread *t = kslab_thread_get();   /* the pcp lists live there */
         return pages_large_alloc(t ? &t->pcp : NULL, n, ao, zero);
     }
     if (flags & KSLAB_GFP_MALLOC)
@@ -204,16 +195,16 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < PCP_MAX_BYTES)) {
         size_t n = ((size - 1) >> PAGE_SHIFT) + 1;
-        struct kslab_thread *t = kslab_tls;
+        struct pages_pcp *pcp = kslab_pcp();
         void *p;
-        if (likely(thread_is_real(t)) && (p = pages_pcp_pop(&t->pcp, pages_class_of[n]))) {
+        if (likely(pcp) && (p = pages_pcp_pop(pcp, pages_class_of[n]))) {
             if (unlikely(flags & __GFP_ZERO))
                 memset(p, 0, pages_large_size(addr_desc((uintptr_t)p)));
             return p;
         }
     }
     if (size == 0)
-        return slub_alloc(malloc_caches[0], flags, 16);
+        return slub_alloc(kslab_malloc_caches[0], flags, 16);
     return kmalloc_large(size, flags | KSLAB_GFP_MALLOC);
 }
 
@@ -221,7 +212,7 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 void *kslab_malloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE))
-        return slub_alloc(malloc_caches[malloc_index(size)], flags, size);
+        return slub_alloc(kslab_malloc_caches[malloc_index(size)], flags, size);
     return kslab_malloc_large(size, flags);
 }
 
@@ -284,14 +275,8 @@ noinline void kslab_free_nonslab(const void *x, const char *fn)
 {
     if (in_arena(x)) {
         struct slab *h = pages_large_head(x);
-        struct kslab_thread *t = kslab_tls;
-        if (likely(h)) {
-            /* the pcp fast path (pages.h), else the page allocator's */
-            if (likely(thread_is_real(t)) && pages_pcp_push(&t->pcp, h))
-                return;
-            if (pages_large_free(thread_is_real(t) ? &t->pcp : NULL, h))
-                return;
-        }
+        if (likely(h) && pages_large_free(kslab_pcp(), h))
+            return;
     } else {
         struct huge_hdr *h = huge_of(x);
         if (likely(h && h->base == x && huge_is_live(h))) {
@@ -313,11 +298,9 @@ static noinline void kfree_slow(const void *x)
  * fast path (its head is PG_LARGE and keeps its class), or the rest. */
 static noinline void kfree_nocache(const void *x)
 {
-    struct slab *h = addr_desc((uintptr_t)x);
-    struct kslab_thread *t = kslab_tls;
-    if (likely(!((uintptr_t)x & (PAGE_SIZE - 1)) &&
-               __atomic_load_n(&h->pg_state, __ATOMIC_RELAXED) == PG_LARGE &&
-               thread_is_real(t) && pages_pcp_push(&t->pcp, h)))
+    struct slab *h = pages_large_head(x);
+    struct pages_pcp *pcp = kslab_pcp();
+    if (likely(h && pcp && pages_pcp_push(pcp, h)))
         return;
     kslab_free_nonslab(x, "kfree");
 }
@@ -356,7 +339,7 @@ void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
         return kslab_be->kmalloc_aligned(size ? size : 1, align, gfp);
     if (want <= KMALLOC_MAX_CACHE_SIZE)
         return kmalloc(want, gfp);
-    return kslab_large_alloc(want, align > PAGE_SIZE ? align : 0, gfp);
+    return kslab_large_alloc(want, align, gfp);
 }
 
 size_t ksize(const void *x)

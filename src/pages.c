@@ -335,7 +335,8 @@ static void hot_take(struct pending *w, size_t pages)
         }
 }
 
-/* After a push: keep the reserve under its limit, and run the decay tick. */
+/* After every global operation (pages_lock held): keep the reserve under
+ * its limit, and run the decay tick. */
 static void hot_trim(struct pending *w)
 {
     size_t limit = hot_limit();
@@ -638,10 +639,9 @@ bool pages_large_free(struct pages_pcp *pcp, struct slab *b)
                                      __ATOMIC_RELAXED))
         return false;
     size_t n = b->pg_npages;
-    unsigned c = page_class(n);
+    unsigned c = b->pg_order;       /* its class */
     if (pcp && c < PCP_CLASSES) {
-        pcp_spill(pcp, c, n);
-        set_state(b, PG_LARGE);
+        pcp_spill(pcp, c, n);       /* after which the push fits */
         if (pages_pcp_push(pcp, b))
             return true;
     }
@@ -660,8 +660,8 @@ void pages_pcp_drain(struct pages_pcp *pcp)
         pcp_to_hot(out, pages);
 }
 
-/* For reports: the large block (live, in a pcp list or in the reserve)
- * whose pages hold x, found by walking back to its head. */
+/* For reports: the large block (live or in a pcp list) whose pages hold x,
+ * found by walking back to its head. */
 struct slab *pages_large_containing(const void *x)
 {
     struct slab *d = addr_desc((uintptr_t)x);

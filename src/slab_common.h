@@ -197,6 +197,13 @@ static inline struct kslab_thread *kslab_thread_get(void)
     return likely(thread_is_real(t)) ? t : kslab_thread_create();
 }
 
+/* The calling thread's pcp lists (pages.h), NULL if it has no state. */
+static inline struct pages_pcp *kslab_pcp(void)
+{
+    struct kslab_thread *t = kslab_tls;
+    return likely(thread_is_real(t)) ? &t->pcp : NULL;
+}
+
 /* Relaxed load + store, not an atomic RMW: only the owning thread writes a
  * per-thread counter; readers (stats) may run concurrently and need only a
  * value that is not torn. */
@@ -327,15 +334,14 @@ extern const char *const kmalloc_names[KMALLOC_CLASSES];
 /* malloc classes: 32 sizes, 16 .. 8192, of which 20 are not kmalloc sizes
  * and have caches of their own (malloc-48 ...). */
 enum { MALLOC_CLASSES = 32, MALLOC_ONLY_CLASSES = 20 };
-extern const uint32_t malloc_only_sizes[MALLOC_ONLY_CLASSES];
+extern struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES];
+unsigned kslab_malloc_class_size(unsigned i);
 /* kmalloc classes 0..12, the kmem_cache cache (13), then the malloc-only
  * classes (slab_common.c). */
 enum { BOOT_CACHES = KMALLOC_CLASSES + 1 + MALLOC_ONLY_CLASSES };
 extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
-/* malloc's kmalloc (the malloc classes, then page classes), and the class
- * size serving n bytes (0 above 8 KiB). */
+/* malloc's kmalloc (the malloc classes, then page classes). */
 void *kslab_malloc(size_t size, gfp_t flags);
-size_t kslab_malloc_class_size(size_t n);
 /* Above KMALLOC_MAX_CACHE_SIZE: large blocks and huge mappings (kmalloc.c). */
 void *kslab_large_alloc(size_t size, size_t align, gfp_t flags);
 void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes);

@@ -504,7 +504,7 @@ static void *slob_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
     struct kmem_cache *s = kslab_kmalloc_cache(bytes <= KMALLOC_MAX_CACHE_SIZE ? bytes
                                                                              : KMALLOC_MAX_CACHE_SIZE);
     if (bytes + align + UNIT > PAGE_SIZE)   /* with the worst alignment padding */
-        return kslab_large_alloc(ALIGN_UP(bytes, align), align > PAGE_SIZE ? align : 0, gfp);
+        return kslab_large_alloc(ALIGN_UP(bytes, align), align, gfp);
     void *obj = slob_alloc_block(s, bytes, (unsigned)align);
     if (!obj)
         return NULL;
