@@ -28,9 +28,10 @@
  *  - per thread, freed large blocks of up to 512 KiB, reused with no lock
  *    (struct pages_pcp);
  *  - globally, the hot reserve: freed blocks of any class (slabs and large
- *    blocks), still backed, reused LIFO.  It holds at most hot_limit()
- *    pages; beyond, blocks are given back (largest first) until it is at
- *    half that.  A decay tick (at most once a second, checked every 64
+ *    blocks), still backed, reused LIFO, exact class only (cutting larger
+ *    blocks fragmented it: measured 3x slower on mixed sizes).  It holds at
+ *    most hot_limit() pages; beyond, blocks are given back (largest first)
+ *    until it is at half that.  A decay tick (at most once a second, checked every 64
  *    global operations) gives back what the reserve did not need since the
  *    last tick: its low-water mark.  kslab_trim() gives back everything.
  * Blocks leave the reserve sorted by address and are released in as few
@@ -65,7 +66,7 @@ static kslab_lock_t map_lock = KSLAB_LOCK_INIT;        /* serialises L2 table cr
 static struct slab *hot[PAGE_CLASSES];
 static size_t hot_pages;
 static size_t hot_min;                                 /* low-water mark since the last tick */
-#define HOT_MIN_PAGES 512u                             /* 2 MiB, + 1/16 of what is in use */
+#define HOT_MIN_PAGES 512u                             /* 2 MiB, + half of what is in use */
 #define DECAY_NS 1000000000ull                         /* the decay tick: 1 s */
 static uint64_t decay_ops, decay_last_ns, decay_tick_no;
 
@@ -268,21 +269,29 @@ static void desc_release(struct slab *b, unsigned order)
         release_failed("madvise", (void *)lo, hi - lo);   /* harmless: stays resident */
 }
 
-/* Give the n pages at b (aligned to 2^pages_order(n)) to the buddy as the
- * naturally aligned power-of-two pieces they are made of. */
-static void release_pieces(struct slab *b, size_t n)
+/* Pages [from, to) of the block at b, as the naturally aligned power-of-two
+ * pieces they are made of (largest that fit first): fn(piece, order) for
+ * each.  How a block of a page class is given back, trimmed or split. */
+static void for_each_piece(struct slab *b, size_t from, size_t to,
+                           void (*fn)(struct slab *, unsigned))
 {
-    size_t idx = (size_t)(b - slab_arena(b)->pages), off = 0;
-    while (off < n) {
-        unsigned o = fls_sz(n - off), a = (unsigned)__builtin_ctzll(idx + off);
+    size_t idx = (size_t)(b - slab_arena(b)->pages), off = from;
+    while (off < to) {
+        unsigned o = fls_sz(to - off), a = (unsigned)__builtin_ctzll(idx + off);
         if (a < o)
             o = a;
-        struct slab *h = b + off;
-        unsigned merged = block_release(&h, o);
-        if (merged >= DESC_RELEASE_ORDER)
-            desc_release(h, merged);
+        fn(b + off, o);
         off += (size_t)1 << o;
     }
+}
+
+/* A piece to the free lists, merged; its descriptors' pages to the OS when
+ * the merged block is big enough. */
+static void release_piece(struct slab *h, unsigned order)
+{
+    unsigned merged = block_release(&h, order);
+    if (merged >= DESC_RELEASE_ORDER)
+        desc_release(h, merged);
 }
 
 /* ---- the hot reserve (pages_lock) ------------------------------------------- */
@@ -290,7 +299,7 @@ static void release_pieces(struct slab *b, size_t n)
 static size_t hot_limit(void)
 {
     return HOT_MIN_PAGES + (atomic_load_explicit(&pages_in_use, memory_order_relaxed) +
-                            atomic_load_explicit(&large_pages, memory_order_relaxed)) / 16;
+                            atomic_load_explicit(&large_pages, memory_order_relaxed)) / 2;
 }
 
 static void hot_push(struct slab *b, size_t n)
@@ -426,7 +435,7 @@ static void finish(struct pending *w)
         while (ok) {
             struct slab *b = ok;
             ok = b->prev;
-            release_pieces(b, b->pg_npages);
+            for_each_piece(b, 0, b->pg_npages, release_piece);
         }
         while (failed) {
             struct slab *b = failed;
@@ -565,8 +574,7 @@ void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, b
             }
             /* The tail beyond n pages goes back at once, as aligned pieces
              * (their buddies are inside this block, so no merge is possible). */
-            for (size_t off = n; off < ((size_t)1 << k); off += (size_t)1 << __builtin_ctzll(off))
-                buddy_push(b + off, (unsigned)__builtin_ctzll(off));
+            for_each_piece(b, n, (size_t)1 << k, buddy_push);
             b->pg_npages = (uint32_t)n;
             dirty = false;          /* buddy memory was given back: it reads as zero */
         }
