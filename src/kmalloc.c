@@ -36,29 +36,27 @@ static struct kmem_cache *const kmalloc_caches[KMALLOC_CLASSES] = {
     &kslab_boot_caches[12]
 };
 
-/* malloc classes (the drop-in's): 16 .. 128 by 16, then four per doubling up
- * to 8 KiB, so a block wastes at most a fifth of itself (jemalloc's and
- * mimalloc's spacing): class i is malloc_class_size(i).  Sizes that are
- * kmalloc classes share the kmalloc cache (B); the others are boot caches
- * of their own (M), set up by kslab_init with these sizes, which checks the
- * table against the formula.  A constant table, like kmalloc_caches, so
- * that malloc before initialisation reaches the slow path. */
-#define B(i) (&kslab_boot_caches[i])
-#define M(i) (&kslab_boot_caches[KMALLOC_CLASSES + 1 + (i)])
+/* malloc classes (the drop-in's): 16 .. 128 by 16, then eight per doubling
+ * up to 8 KiB (144, 160, ... 256, 288, ... 1024, 1152, ...), so a block
+ * wastes at most a ninth of itself; class i is kslab_malloc_class_size(i).
+ * Each is a boot cache of its own, malloc-16 ... malloc-8192, kept apart
+ * from the kmalloc classes so slabinfo shows what the program's malloc
+ * holds.  A constant table, like kmalloc_caches (one load, no multiply by
+ * sizeof(struct kmem_cache)), so malloc before initialisation reaches the
+ * slow path. */
+#define MC(i) &kslab_boot_caches[MALLOC_BOOT + (i)]
+#define MC8(i) MC(i), MC(i + 1), MC(i + 2), MC(i + 3), MC(i + 4), MC(i + 5), MC(i + 6), MC(i + 7)
 struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES] = {
-    B(1), B(2), M(0), B(3), M(1), B(4), M(2), B(5),           /* 16 .. 128 */
-    M(3), B(6), M(4), B(7), M(5), M(6), M(7), B(8),           /* 160 .. 512 */
-    M(8), M(9), M(10), B(9), M(11), M(12), M(13), B(10),      /* 640 .. 2048 */
-    M(14), M(15), M(16), B(11), M(17), M(18), M(19), B(12),   /* 2560 .. 8192 */
+    MC8(0), MC8(8), MC8(16), MC8(24), MC8(32), MC8(40), MC8(48)
 };
-#undef B
-#undef M
+#undef MC8
+#undef MC
 
 unsigned kslab_malloc_class_size(unsigned i)
 {
     if (i < 8)
         return 16 * (i + 1);
-    return (4u + (i - 8) % 4 + 1) << ((i - 8) / 4 + 5);
+    return (8u + (i - 8) % 8 + 1) << ((i - 8) / 8 + 4);
 }
 
 static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 8192 */
@@ -66,7 +64,7 @@ static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 8192 */
     if (n <= 128)
         return (unsigned)((n - 1) >> 4);
     unsigned lg = fls_sz(n - 1);                   /* 7 .. 12 */
-    return 8 + (lg - 7) * 4 + (unsigned)(((n - 1) >> (lg - 2)) & 3);
+    return 8 + (lg - 7) * 8 + (unsigned)(((n - 1) >> (lg - 3)) & 7);
 }
 
 static inline unsigned kmalloc_index(size_t size)

@@ -156,20 +156,13 @@ void kslab_init(void)
     cache_setup(kmem_cache_cache, "kmem_cache", sizeof(struct kmem_cache), 64,
                 SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE | SLAB_TYPESAFE_BY_RCU, NULL,
                 KMALLOC_CLASSES);
-    /* malloc's own classes (those that are no kmalloc size): 16-byte
-     * aligned, as malloc promises. */
+    /* malloc's own classes: 16-byte aligned, as malloc promises. */
     for (unsigned i = 0; i < MALLOC_CLASSES; i++) {
-        struct kmem_cache *s = kslab_malloc_caches[i];
+        char name[KSLAB_NAME_LEN];
         unsigned size = kslab_malloc_class_size(i);
-        if (s->magic != CACHE_LIVE) {
-            char name[KSLAB_NAME_LEN];
-            snprintf(name, sizeof name, "malloc-%u", size);
-            if (cache_setup(s, name, size, 16, 0, NULL, id_alloc()) == 0)
-                s->is_kmalloc = true;
-        }
-        if (s->object_size != size)
-            kslab_report("malloc class %u: cache %s serves %u bytes, not %u", i, s->name,
-                         s->object_size, size);
+        snprintf(name, sizeof name, "malloc-%u", size);
+        if (cache_setup(kslab_malloc_caches[i], name, size, 16, 0, NULL, id_alloc()) == 0)
+            kslab_malloc_caches[i]->is_kmalloc = true;
     }
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */

@@ -331,14 +331,14 @@ void kslab_free_nonslab(const void *x, const char *fn);
 enum { KMALLOC_CLASSES = 13 };
 extern const uint32_t kmalloc_sizes[KMALLOC_CLASSES];
 extern const char *const kmalloc_names[KMALLOC_CLASSES];
-/* malloc classes: 32 sizes, 16 .. 8192, of which 20 are not kmalloc sizes
- * and have caches of their own (malloc-48 ...). */
-enum { MALLOC_CLASSES = 32, MALLOC_ONLY_CLASSES = 20 };
+/* malloc classes: 56 sizes, 16 .. 8192, each a cache of its own
+ * (malloc-16 ... malloc-8192). */
+enum { MALLOC_CLASSES = 56 };
 extern struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES];
 unsigned kslab_malloc_class_size(unsigned i);
-/* kmalloc classes 0..12, the kmem_cache cache (13), then the malloc-only
- * classes (slab_common.c). */
-enum { BOOT_CACHES = KMALLOC_CLASSES + 1 + MALLOC_ONLY_CLASSES };
+/* kmalloc classes 0..12, the kmem_cache cache (13), then the malloc
+ * classes from MALLOC_BOOT (slab_common.c). */
+enum { MALLOC_BOOT = KMALLOC_CLASSES + 1, BOOT_CACHES = MALLOC_BOOT + MALLOC_CLASSES };
 extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
 /* malloc's kmalloc (the malloc classes, then page classes). */
 void *kslab_malloc(size_t size, gfp_t flags);
