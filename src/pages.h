@@ -229,13 +229,17 @@ struct slab *pages_take_slabs(struct kmem_cache *s);
  * 2^max(pages_order(n), align_order) pages, through pcp (may be NULL).
  * zero: the block reads as zeroes.  NULL when out of memory. */
 void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, bool zero);
-/* The head descriptor if x is the start of a live large block, else NULL. */
-static inline struct slab *pages_large_head(const void *x)
+/* The head descriptor if x is the start of a live large block, else NULL;
+ * d is x's page descriptor. */
+static inline struct slab *pages_large_head_of(const void *x, struct slab *d)
 {
     if ((uintptr_t)x & (PAGE_SIZE - 1))
         return NULL;
-    struct slab *d = addr_desc((uintptr_t)x);
     return __atomic_load_n(&d->pg_state, __ATOMIC_RELAXED) == PG_LARGE ? d : NULL;
+}
+static inline struct slab *pages_large_head(const void *x)
+{
+    return pages_large_head_of(x, addr_desc((uintptr_t)x));
 }
 static inline size_t pages_large_size(const struct slab *head)
 {
