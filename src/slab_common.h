@@ -331,9 +331,10 @@ void kslab_free_nonslab(const void *x, const char *fn);
 enum { KMALLOC_CLASSES = 13 };
 extern const uint32_t kmalloc_sizes[KMALLOC_CLASSES];
 extern const char *const kmalloc_names[KMALLOC_CLASSES];
-/* malloc classes: 56 sizes, 16 .. 8192, each a cache of its own
- * (malloc-16 ... malloc-8192). */
-enum { MALLOC_CLASSES = 56 };
+/* malloc classes: 88 sizes, 16 .. 128 KiB, each a cache of its own
+ * (malloc-16 ... malloc-131072); larger requests are page-class blocks. */
+enum { MALLOC_CLASSES = 88 };
+#define MALLOC_MAX_CACHE_SIZE 131072u
 extern struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES];
 unsigned kslab_malloc_class_size(unsigned i);
 /* kmalloc classes 0..12, the kmem_cache cache (13), then the malloc

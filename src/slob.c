@@ -228,6 +228,11 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     void *obj;
     /* its own pages if it cannot fit a page with the worst alignment padding */
     bool big = is_big(bytes + (align > UNIT ? align - UNIT : 0));
+    if (big && (gfp & KSLAB_GFP_MALLOC))
+        /* malloc's classes reach 128 KiB; SLOB would round their blocks to
+         * powers of two.  A page-class block wastes under a quarter, as
+         * every malloc block above 128 KiB does (freed by kfree as such). */
+        return kslab_large_alloc(kmalloc_size, 0, gfp);
     if (big) {
         /* blocks of 2^order pages are naturally aligned: big enough for
          * the object and for its alignment */

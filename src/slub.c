@@ -164,6 +164,23 @@ unsigned slub_calculate_order(unsigned size)
     return get_order(size);  /* one object per slab, beyond SLUB_MAX_ORDER if need be */
 }
 
+/*
+ * malloc's classes above 8 KiB (the kernel has no slab caches there): the
+ * smallest order that holds at least four objects with at most 1/16 of the
+ * slab left over, so the class's own rounding (under a ninth) is not
+ * doubled by slab waste, up to the largest slab.  malloc-9216 gets order 4
+ * with 7 objects (the kernel's rule would give order 3 with 3, 16 % lost);
+ * malloc-131072 order 7 with 4.
+ */
+unsigned slub_malloc_order(unsigned size)
+{
+    unsigned order = get_order((size_t)4 * size);
+    for (; order < MAX_SLAB_ORDER; order++)
+        if ((PAGE_SIZE << order) % size <= (PAGE_SIZE << order) / 16)
+            break;
+    return order;
+}
+
 int slub_cache_init(struct kmem_cache *s)
 {
     /* Object layout: [object (object_size) | pad to word | free pointer if it
@@ -181,13 +198,20 @@ int slub_cache_init(struct kmem_cache *s)
     if (size > (PAGE_SIZE << MAX_SLAB_ORDER))
         return -1;
     s->size = (uint32_t)size;
-    unsigned order = slub_calculate_order(s->size);
+    bool big_malloc = s->is_kmalloc && s->object_size > KMALLOC_MAX_CACHE_SIZE;
+    unsigned order = big_malloc ? slub_malloc_order(s->size) : slub_calculate_order(s->size);
     kslab_set_geometry(s, order, (unsigned)((PAGE_SIZE << order) / s->size));
-    /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10]. */
+    /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10].
+     * malloc's big classes keep at most about 1 MiB of empty slabs (their
+     * slabs are 64 KiB .. 1 MiB); the rest goes back to the page allocator,
+     * whose reserve decays and gives memory back to the OS. */
     unsigned lg = 0;
     while ((1u << (lg + 1)) <= s->size)
         lg++;
     slub_c(s)->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
+    if (big_malloc)
+        slub_c(s)->min_partial = order >= 8 ? 1 : (256u >> order) < slub_c(s)->min_partial
+                                                       ? 256u >> order : slub_c(s)->min_partial;
     /* cpu partial limit as set_cpu_partial(), converted from objects to slabs. */
     unsigned nr_objects = s->size >= PAGE_SIZE ? 6 : s->size >= 1024 ? 24 : s->size >= 256 ? 52 : 120;
     slub_c(s)->cpu_partial_slabs = (nr_objects * 2 + s->objects - 1) / s->objects;

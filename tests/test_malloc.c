@@ -222,7 +222,7 @@ static void test_aligned_edges(void)
 }
 
 /* Issue 8, case 3: interior and freed pointers reach kslab's report. */
-/* malloc's own classes (eight per doubling), page classes above 8 KiB (four),
+/* malloc's own classes (eight per doubling), page classes above 128 KiB (four),
  * huge blocks above 4 MiB: usable sizes waste at most a quarter, the classes
  * show in slabinfo, realloc of a huge block keeps its contents (mremap),
  * calloc reads zero even on a reused block, and malloc_trim gives back. */
@@ -239,7 +239,7 @@ static void test_classes_large(void)
         size_t u = malloc_usable_size(p);
         CHECK(u >= n);
         CHECK((u - n) * 4 <= u + 4096 * 4);          /* a quarter, or a page for tiny */
-        if (classes && n > 128 && n <= 8192)
+        if (classes && n > 128 && n <= 131072)
             CHECK((u - n) * 9 < u);                   /* the malloc classes: under a ninth */
         p[0] = 1;
         p[n - 1] = 2;
