@@ -186,6 +186,37 @@ static void test_large_blocks(void)
     CHECK_EQ(m.hot_bytes, 0);
 }
 
+/* Slabs reuse backed memory first: with the reserve holding only a freed
+ * 10-page large block, slabs of one and two pages are cut from it (not
+ * from the buddy's given-back pages), and the rest stays in the reserve. */
+static void test_hot_cut(void)
+{
+    pages_release_all();
+    char *p = pages_large_alloc(NULL, 10, 0, false);
+    CHECK(p != NULL);
+    memset(p, 0x3c, 10 * PAGE_SIZE);
+    CHECK(pages_large_free(NULL, pages_large_head(p)));     /* no pcp: to the reserve */
+    struct kslab_memory m;
+    kslab_memory(&m);
+    CHECK_EQ(m.hot_bytes, 10 * PAGE_SIZE);
+    struct slab *s0 = pages_alloc(0, &owner_a), *s1 = pages_alloc(1, &owner_b);
+    CHECK(s0 && s1);
+    char *a0 = slab_address(s0), *a1 = slab_address(s1);
+    CHECK(a0 >= p && a0 < p + 10 * PAGE_SIZE);
+    CHECK(a1 >= p && a1 + 2 * PAGE_SIZE <= p + 10 * PAGE_SIZE);
+    CHECK_EQ((uintptr_t)a1 % (2 * PAGE_SIZE), 0);
+    CHECK_EQ((unsigned char)a0[0], 0x3c);                   /* the same, backed memory */
+    kslab_memory(&m);
+    CHECK_EQ(m.hot_bytes, 7 * PAGE_SIZE);
+    CHECK_EQ(pages_check(), 0);
+    pages_publish(s0);
+    pages_publish(s1);
+    pages_free(s0, 0);
+    pages_free(s1, 1);
+    pages_release_all();
+    CHECK_EQ(pages_check(), 0);
+}
+
 /* The pcp lists: LIFO reuse by the owner, bounded per class and in all,
  * drained back; kzalloc-style requests still read zero on reuse. */
 static void test_pcp(void)
@@ -356,6 +387,7 @@ int main(void)
     test_page_classes();
     test_large_blocks();
     test_pcp();
+    test_hot_cut();
     test_huge();
     test_release_failures();
     test_obj_index();
