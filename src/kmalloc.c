@@ -103,6 +103,12 @@ static cold_fn void *alloc_nofail(struct kmem_cache *s, gfp_t gfp, size_t kmallo
  * allocation of the other back-ends (cold would optimise it for size). */
 noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    void *x = slub_sheaf_pop(s);    /* a dead cache's sheaves were emptied by destroy */
+    if (x) {
+        if (unlikely(gfp & __GFP_ZERO))
+            memset(x, 0, s->object_size);
+        return x;
+    }
     kslab_ensure_init();          /* first: it reads KSLAB_ALLOCATOR */
     if (unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_alloc", s);
@@ -125,11 +131,15 @@ static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x)
         kslab_check_cache("kmem_cache_free", s);
     if (unlikely(!in_arena(x)))
         kslab_bad_free("kmem_cache_free", s, x);
+    if (slub_sheaf_push(s, x))     /* checks that x is an object of s */
+        return;
     kslab_be->free(s, s, x, "kmem_cache_free");
 }
 
 static noinline void kfree_to_backend(struct kmem_cache *s, const void *x)
 {
+    if (slub_sheaf_push(s, (void *)x))
+        return;
     kslab_be->free(NULL, s, (void *)x, "kfree");
 }
 

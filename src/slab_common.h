@@ -84,7 +84,8 @@ struct kmem_cache {
     uint64_t inv;              /* inverse of size's odd part mod 2^64 (see obj_index) */
     uint32_t shift;            /* ctz(size) */
     uint32_t objects;          /* objects per slab (0: SLOB, whose blocks vary) */
-    uint32_t order;            /* slab = 2^order pages */
+    uint16_t order;            /* slab = 2^order pages */
+    uint16_t sheaf_cap;        /* SLUB: objects a thread's sheaf holds (0: other back-ends) */
     slab_flags_t flags;
     uint32_t align;
     /* CACHE_LIVE; CACHE_DEAD after destroy (kept until the slot is reused:

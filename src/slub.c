@@ -217,7 +217,16 @@ int slub_cache_init(struct kmem_cache *s)
     slub_c(s)->cpu_partial_slabs = (nr_objects * 2 + s->objects - 1) / s->objects;
     if (slub_c(s)->cpu_partial_slabs < 2)
         slub_c(s)->cpu_partial_slabs = 2;
-    slub_c(s)->sheaf_capacity = s->size <= 256 ? 64 : s->size <= 1024 ? 32 : s->size <= 4096 ? 16 : 8;
+    return 0;
+}
+
+/* SLUB's own: the shared geometry, then the thread sheaf's capacity (slob-seg
+ * shares the geometry and has no sheaves). */
+static int slub_cache_init_sheaves(struct kmem_cache *s)
+{
+    if (slub_cache_init(s))
+        return -1;
+    s->sheaf_cap = s->size <= 256 ? 64 : s->size <= 1024 ? 32 : s->size <= 4096 ? 16 : 8;
     return 0;
 }
 
@@ -638,7 +647,7 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
      * either to the sheaf or (bulk free) straight to its slab. */
     if (unlikely(sheaf_top(cc) == x || slab_freelist(slab) == x))
         kslab_double_free(s, x);
-    if (unlikely(cc->sheaf_count >= slub_c(s)->sheaf_capacity))
+    if (unlikely(cc->sheaf_count >= s->sheaf_cap))
         sheaf_flush(s, cc, cc->sheaf_count / 2);
     cc->sheaf[cc->sheaf_count++] = x;
     counter_inc(&cc->stat[FREE_SHEAF], 1);
@@ -924,7 +933,7 @@ size_t slub_ksize(struct kmem_cache *s, const void *x)
 
 const struct kslab_backend slub_backend = {
     .name = "slub",
-    .cache_init = slub_cache_init,
+    .cache_init = slub_cache_init_sheaves,
     .alloc = __slub_alloc,
     .free = slub_free,
     .ksize = slub_ksize,

@@ -7,7 +7,9 @@
  * thread's own cpu slab: a subtract, a multiply and a rotate that prove the
  * pointer is an object of the cpu slab (no lookup), one double-free compare,
  * two stores, one counter.  Neither takes a lock or does an atomic
- * read-modify-write.  Everything else is in __slub_alloc()/__slub_free().
+ * read-modify-write.  Then the second fast paths (slub_sheaf_pop/push, the
+ * thread's sheaf, when the cpu slab misses), and everything else in
+ * __slub_alloc()/__slub_free().
  */
 #ifndef KSLAB_SLUB_H
 #define KSLAB_SLUB_H
@@ -18,7 +20,6 @@
 struct slub_cache {
     unsigned long min_partial; /* empty slabs kept before returning them to the OS */
     unsigned cpu_partial_slabs;/* limit of each thread's partial list */
-    unsigned sheaf_capacity;   /* objects a thread's sheaf holds before it is flushed */
 };
 _Static_assert(sizeof(struct slub_cache) <= KSLAB_CACHE_PRIV, "fits in kmem_cache");
 static inline struct slub_cache *slub_c(struct kmem_cache *s)
@@ -79,6 +80,52 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
     counter_inc(&c->free_fast, 1);
     return true;
 }
+/*
+ * The second fast paths: the thread's sheaf, when the cpu slab misses.  An
+ * allocation whose cpu freelist is empty takes the object this thread freed
+ * last; a free outside the cpu slab is validated as the slow path would
+ * (its slab is a live slab of s and x an object start: no bad pointer gets
+ * in) and pushed.  No lock, no atomic read-modify-write, and none of the
+ * back-end call chain: the larson-style server row spends most of its
+ * frees and many of its allocations here.  Anything unusual (no thread
+ * state, a full or empty sheaf, a bad pointer, an immediate double free, a
+ * back-end without sheaves: sheaf_cap 0) returns NULL/false and the slow
+ * path handles and reports it.
+ */
+static inline void *slub_sheaf_pop(struct kmem_cache *s)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (!s->sheaf_cap || !thread_is_real(t))
+        return NULL;
+    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    uint32_t n = cc->sheaf_count;
+    if (!n)
+        return NULL;
+    cc->sheaf_count = --n;
+    counter_inc(&cc->stat[ALLOC_SHEAF], 1);
+    counter_inc(&cc->stat[ALLOC_SLOWPATH], 1);
+    return cc->sheaf[n];
+}
+static inline bool slub_sheaf_push(struct kmem_cache *s, void *x)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (!s->sheaf_cap || !thread_is_real(t))
+        return false;
+    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    uint32_t n = cc->sheaf_count;
+    uintptr_t base = (uintptr_t)x & s->slab_mask;   /* slabs are naturally aligned */
+    struct slab *slab = addr_desc(base);
+    if (unlikely(n >= s->sheaf_cap || slab->cache != s || slab->pg_state != PG_SLAB ||
+                 !object_start(s, base, x) || (n && cc->sheaf[n - 1] == x) ||
+                 __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED) == x))
+        return false;
+    cc->sheaf[n] = x;
+    cc->sheaf_count = n + 1;
+    counter_inc(&cc->stat[FREE_SHEAF], 1);
+    counter_inc(&cc->stat[FREE_SLOWPATH], 1);
+    return true;
+}
+
 /* Bulk fast paths on the thread's cpu slab: pop/push runs of objects with
  * one counter update.  Each returns how far it got; the rest is slow path. */
 static inline size_t slub_alloc_bulk_fast(struct kmem_cache *s, size_t size, void **p)
