@@ -145,8 +145,13 @@ static noinline void kfree_to_backend(struct kmem_cache *s, const void *x)
 
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
-    if (unlikely(!x))
+    /* One compare for NULL and for what the inline test must not see: an
+     * empty cpu entry (slab_base 0) would take x below 1 MiB as an object. */
+    if (unlikely((uintptr_t)x < KSLAB_MIN_OBJECT)) {
+        if (x)
+            kmem_cache_free_slow(s, x);
         return;
+    }
     if (likely(slub_free_fast(s, x)))
         return;
     kmem_cache_free_slow(s, x);

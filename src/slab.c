@@ -415,10 +415,10 @@ static void *alloc_one_direct(struct kmem_cache *s)
 
 static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
-    struct kslab_thread *t = kslab_thread_get();
+    struct kslab_thread *t = kslab_thread_for(s);
     void *obj;
     if (likely(t)) {
-        struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
+        struct kmem_cache_cpu_cold *ac = kslab_cold(t, s->id);
         if (likely(ac->sheaf_count)) {
             obj = ac->sheaf[--ac->sheaf_count];
             counter_inc(&t->cpu[s->id].alloc_fast, 1);
@@ -495,12 +495,12 @@ static void free_offslab(void *x)
 static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
     kslab_slab_of(want, s, x, fn);
-    struct kslab_thread *t = kslab_thread_get();
+    struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t)) {
         free_to_slab(s, x);
         return;
     }
-    struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
+    struct kmem_cache_cpu_cold *ac = kslab_cold(t, s->id);
     if (unlikely(ac->sheaf_count && ac->sheaf[ac->sheaf_count - 1] == x))
         kslab_double_free(s, x);
     if (unlikely(ac->sheaf_count >= slab_c(s)->limit))
@@ -519,8 +519,8 @@ static size_t slab_ksize(struct kmem_cache *s, const void *x)
 
 static void slab_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
 {
-    struct kmem_cache_cpu_cold *ac = &t->cold[s->id];
-    if (!ac->sheaf_count)
+    struct kmem_cache_cpu_cold *ac = kslab_cold_peek(t, s->id);
+    if (!ac || !ac->sheaf_count)
         return;
     kslab_lock(&s->list_lock);
     free_block(s, ac->sheaf, ac->sheaf_count);
@@ -554,7 +554,9 @@ static long slab_destroy_all(struct kmem_cache *s)
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
     sc->shared_avail = 0;
     sc->free_objects = 0;
-    struct slab *all = pages_take_slabs(s);
+    /* no slab: skip the walk over every page */
+    struct slab *all = atomic_load_explicit(&s->nr_slabs, memory_order_relaxed)
+                           ? pages_take_slabs(s) : NULL;
     long n = 0;
     for (struct slab *d = all; d; d = d->next)
         n++;

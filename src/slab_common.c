@@ -120,6 +120,9 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
         return -1;
     s->magic = CACHE_LIVE;
     s->next_cache = cache_list;
+    s->pprev_cache = &cache_list;
+    if (cache_list)
+        cache_list->pprev_cache = &s->next_cache;
     cache_list = s;
     atomic_store_explicit(&caches_by_id[id], s, memory_order_release);
     return 0;
@@ -263,6 +266,10 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
         return s;
     }
     int id = id_alloc();
+    if (id >= 0 && kslab_be->max_caches && (unsigned)id >= kslab_be->max_caches) {
+        id_free((unsigned)id);
+        id = -1;
+    }
     if (id < 0) {
         kslab_unlock(&cache_lock);
         why = "too many caches";
@@ -309,10 +316,9 @@ void kmem_cache_destroy(struct kmem_cache *s)
     if (!is_boot_cache(s)) {
         /* Unlink, then take every thread's slabs of s back (kernel semantics:
          * nobody may use s concurrently with its destruction). */
-        struct kmem_cache **pp = &cache_list;
-        while (*pp != s)
-            pp = &(*pp)->next_cache;
-        *pp = s->next_cache;
+        *s->pprev_cache = s->next_cache;
+        if (s->next_cache)
+            s->next_cache->pprev_cache = s->pprev_cache;
         if (kslab_be->flush_thread)
             kslab_for_each_thread(flush_one, s);   /* flush never creates thread state */
         uint64_t live = kslab_cache_active(s);

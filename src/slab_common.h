@@ -35,7 +35,11 @@
 
 #include "pages.h"
 
-#define KSLAB_MAX_CACHES 1024
+/* Cache ids: 131 072 caches may exist at once.  Per-thread state is sized by
+ * what a thread uses, not by this: the hot entries are a lazily touched
+ * reservation (4 MiB of address space, a page per 128 ids touched), the
+ * cold ones are created 64 at a time on first use (kslab_thread_for). */
+#define KSLAB_MAX_CACHES (1u << 17)
 #define KSLAB_NAME_LEN 48
 
 /*
@@ -109,6 +113,7 @@ struct kmem_cache {
     bool is_kmalloc;
     char name[KSLAB_NAME_LEN];
     struct kmem_cache *next_cache;
+    struct kmem_cache **pprev_cache;   /* &previous->next_cache or &cache_list: O(1) unlink */
 
     /* ---- the back-end's own per-cache state (its *_def struct) ---- */
     _Alignas(16) unsigned char be_private[KSLAB_CACHE_PRIV];
@@ -156,13 +161,18 @@ static inline bool object_start(const struct kmem_cache *s, uintptr_t base, cons
  * (two per cache line) for the fast paths. */
 struct kmem_cache_cpu {
     void *freelist;            /* objects the owning thread may take with no atomic */
-    uintptr_t slab_base;       /* address of the cpu slab (frozen), or NO_CPU_SLAB */
+    uintptr_t slab_base;       /* address of the cpu slab (frozen), or NO_CPU_SLAB (0) */
     uint64_t alloc_fast;       /* ALLOC_FASTPATH events (relaxed atomic store by owner) */
     uint64_t free_fast;        /* FREE_FASTPATH events */
 };
-/* "No cpu slab": a non-canonical address, so x - slab_base is never the
- * offset of an object for any pointer a program can hold. */
-#define NO_CPU_SLAB ((uintptr_t)1 << 63)
+/* "No cpu slab": 0, so that an entry never written (zero-filled memory)
+ * is empty and per-thread state needs no initialisation.  The inline free
+ * test then sees x - 0 = x, which is an object offset (k * size with
+ * k < objects) only for x below 1 MiB (KSLAB_MIN_OBJECT): kfree() only
+ * tests arena addresses, and kmem_cache_free() sends x below that to its
+ * slow path, which reports it. */
+#define NO_CPU_SLAB ((uintptr_t)0)
+#define KSLAB_MIN_OBJECT ((uintptr_t)PAGE_SIZE << MAX_SLAB_ORDER)
 #define SHEAF_MAX 120   /* SLUB's sheaf and SLAB's array cache share it */
 struct kmem_cache_cpu_cold {
     struct slab *partial;      /* frozen slabs with free objects, singly linked by ->next */
@@ -172,9 +182,14 @@ struct kmem_cache_cpu_cold {
     void *sheaf[SHEAF_MAX];    /* free objects of any slab of the cache, owned by the thread */
 };
 
+#define COLD_CHUNK_SHIFT 6                          /* cold entries come 64 at a time */
+#define COLD_CHUNKS (KSLAB_MAX_CACHES >> COLD_CHUNK_SHIFT)
 struct kslab_thread {
     struct kmem_cache_cpu cpu[KSLAB_MAX_CACHES];   /* must stay first: see kslab_no_thread */
-    struct kmem_cache_cpu_cold cold[KSLAB_MAX_CACHES];
+    /* Chunks of cold entries, created by the owner on first use of one of
+     * its ids (release store), read by others under threads_lock (acquire
+     * load): a reader that sees a chunk sees it zeroed. */
+    _Atomic(struct kmem_cache_cpu_cold *) cold[COLD_CHUNKS];
     struct pages_pcp pcp;                          /* freed large blocks (pages.h) */
     struct kslab_thread *next_thread, *prev_thread;
 };
@@ -196,6 +211,31 @@ static inline struct kslab_thread *kslab_thread_get(void)
 {
     struct kslab_thread *t = kslab_tls;
     return likely(thread_is_real(t)) ? t : kslab_thread_create();
+}
+/* t's cold entry for id, or NULL if t never used an id of its chunk.  Any
+ * thread may ask (others under threads_lock, while t is alive). */
+static inline struct kmem_cache_cpu_cold *kslab_cold_peek(struct kslab_thread *t, unsigned id)
+{
+    struct kmem_cache_cpu_cold *c =
+        atomic_load_explicit(&t->cold[id >> COLD_CHUNK_SHIFT], memory_order_acquire);
+    return c ? c + (id & ((1u << COLD_CHUNK_SHIFT) - 1)) : NULL;
+}
+/* The calling thread's state with its cold entry for s created (NULL when
+ * out of memory): what every owner slow path starts with. */
+struct kslab_thread *kslab_cold_create(struct kslab_thread *t, unsigned id);
+static inline struct kslab_thread *kslab_thread_for(struct kmem_cache *s)
+{
+    struct kslab_thread *t = kslab_tls;
+    if (likely(thread_is_real(t) &&
+               atomic_load_explicit(&t->cold[s->id >> COLD_CHUNK_SHIFT], memory_order_relaxed)))
+        return t;
+    return kslab_cold_create(t, s->id);
+}
+/* The cold entry of a thread that has it (after kslab_thread_for). */
+static inline struct kmem_cache_cpu_cold *kslab_cold(struct kslab_thread *t, unsigned id)
+{
+    return atomic_load_explicit(&t->cold[id >> COLD_CHUNK_SHIFT], memory_order_relaxed) +
+           (id & ((1u << COLD_CHUNK_SHIFT) - 1));
 }
 
 /* The calling thread's pcp lists (pages.h), NULL if it has no state. */
@@ -232,6 +272,7 @@ static inline void stat_add(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc
  */
 struct kslab_backend {
     const char *name;
+    unsigned max_caches;        /* ids it can record (0: KSLAB_MAX_CACHES) */
     int (*cache_init)(struct kmem_cache *s);            /* layout and order; -1 if impossible */
     /* One object.  kmalloc_size: the request (kmalloc), 0 for kmem_cache_alloc. */
     void *(*alloc)(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);

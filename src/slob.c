@@ -489,6 +489,8 @@ static long slob_destroy(struct kmem_cache *s)
 {
     struct slob_walk w = { .s = s };
     slob_c(s)->rcu_free = NULL;              /* its objects are still used blocks: freed below */
+    if (!atomic_load_explicit(&s->total_objects, memory_order_relaxed))
+        return 0;                            /* no block carries its id: skip the walk */
     do {
         w.n = 0;
         pages_for_each_slab(&slob_pages, slob_collect_page, &w);
@@ -527,6 +529,7 @@ static void slob_atfork(int phase)
 
 const struct kslab_backend slob_backend = {
     .name = "slob",
+    .max_caches = 1u << 16,         /* a block's header records its cache id in 16 bits */
     .cache_init = slob_cache_init,
     .alloc = slob_alloc,
     .free = slob_free,

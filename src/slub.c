@@ -510,11 +510,11 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
 /* The contract's alloc entry (kmalloc_size: SLUB's classes need no more). */
 static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
-    struct kslab_thread *t = kslab_thread_get();
+    struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t))
         return NULL;
     struct kmem_cache_cpu *c = &t->cpu[s->id];
-    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    struct kmem_cache_cpu_cold *cc = kslab_cold(t, s->id);
     void *object = c->freelist;
     if (object) {
         c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
@@ -624,7 +624,7 @@ static noinline void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_col
 /* A free with no thread state to cache it in: straight to the slab. */
 static noinline void free_stateless(struct kmem_cache *s, struct slab *slab, void *x)
 {
-    struct kslab_thread *t = kslab_thread_create();
+    struct kslab_thread *t = kslab_thread_for(s);
     if (t) {
         __slub_free(s, slab, x);
         return;
@@ -638,11 +638,11 @@ static noinline void free_stateless(struct kmem_cache *s, struct slab *slab, voi
 static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 {
     struct kslab_thread *t = kslab_tls;
-    if (unlikely(!thread_is_real(t))) {
+    struct kmem_cache_cpu_cold *cc;
+    if (unlikely(!thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)))) {
         free_stateless(s, slab, x);
         return;
     }
-    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
     /* The immediate double free: x is the object this thread freed last,
      * either to the sheaf or (bulk free) straight to its slab. */
     if (unlikely(sheaf_top(cc) == x || slab_freelist(slab) == x))
@@ -659,7 +659,8 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 static void *slub_sheaf_top(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
-    return thread_is_real(t) ? sheaf_top(&t->cold[s->id]) : NULL;
+    struct kmem_cache_cpu_cold *cc = thread_is_real(t) ? kslab_cold_peek(t, s->id) : NULL;
+    return cc ? sheaf_top(cc) : NULL;
 }
 
 /* ---- flush, shrink, destroy ----------------------------------------------- */
@@ -667,7 +668,9 @@ static void *slub_sheaf_top(struct kmem_cache *s)
 static void slub_flush_thread(struct kslab_thread *t, struct kmem_cache *s)
 {
     struct kmem_cache_cpu *c = &t->cpu[s->id];
-    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    struct kmem_cache_cpu_cold *cc = kslab_cold_peek(t, s->id);
+    if (!cc)
+        return;                     /* t never held anything of s */
     if (cc->sheaf_count) {
         /* Not through sheaf_flush(): t may not be the calling thread, and
          * slub_free_detached() must not see t's cpu slab as the caller's. */
@@ -734,6 +737,10 @@ long slub_destroy(struct kmem_cache *s)
     long n = 0;
     s->partial = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
+    /* no slab: skip the walk over every page (programs that make and
+     * destroy many caches, most never used) */
+    if (!atomic_load_explicit(&s->nr_slabs, memory_order_relaxed))
+        return 0;
     for (struct slab *d = pages_take_slabs(s), *next; d; d = next, n++) {
         next = d->next;
         kslab_discard_slab(s, NULL, d);
@@ -751,13 +758,13 @@ long slub_destroy(struct kmem_cache *s)
  */
 static int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p)
 {
-    struct kslab_thread *t = kslab_thread_get();
+    struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t)) {
         slub_free_bulk(s, done, p);
         return 0;
     }
     struct kmem_cache_cpu *c = &t->cpu[s->id];
-    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    struct kmem_cache_cpu_cold *cc = kslab_cold(t, s->id);
     size_t i = done, fast = 0, slow = 0;
     while (i < size) {
         void *o = c->freelist;
@@ -821,7 +828,7 @@ fail:
 static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
                                unsigned cnt, bool account)
 {
-    struct kslab_thread *t = kslab_thread_get();
+    struct kslab_thread *t = kslab_thread_for(s);
     if (t) {
         struct kmem_cache_cpu *c = &t->cpu[s->id];
         if (base == c->slab_base) {
@@ -834,7 +841,7 @@ static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head,
             return;
         }
     }
-    struct kmem_cache_cpu_cold *cc = t ? &t->cold[s->id] : NULL;
+    struct kmem_cache_cpu_cold *cc = t ? kslab_cold(t, s->id) : NULL;
     slab_free_list(s, cc, addr_desc(base), head, tail, cnt);
     if (account)
         stat_add(s, cc, FREE_SLOWPATH, cnt);

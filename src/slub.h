@@ -95,9 +95,9 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
 static inline void *slub_sheaf_pop(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
-    if (!s->sheaf_cap || !thread_is_real(t))
+    struct kmem_cache_cpu_cold *cc;
+    if (!s->sheaf_cap || !thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)))
         return NULL;
-    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
     uint32_t n = cc->sheaf_count;
     if (!n)
         return NULL;
@@ -109,9 +109,9 @@ static inline void *slub_sheaf_pop(struct kmem_cache *s)
 static inline bool slub_sheaf_push(struct kmem_cache *s, void *x)
 {
     struct kslab_thread *t = kslab_tls;
-    if (!s->sheaf_cap || !thread_is_real(t))
+    struct kmem_cache_cpu_cold *cc;
+    if (!s->sheaf_cap || !thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)))
         return false;
-    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
     uint32_t n = cc->sheaf_count;
     uintptr_t base = (uintptr_t)x & s->slab_mask;   /* slabs are naturally aligned */
     struct slab *slab = addr_desc(base);
@@ -158,7 +158,10 @@ static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void
     size_t left = size;
     while (left) {
         void *x = p[left - 1];
-        if (obj_index(s, (uintptr_t)x - c->slab_base) >= s->objects)
+        /* below KSLAB_MIN_OBJECT (NULL included): the slow path's (an
+         * empty entry's slab_base 0 would take it for an object) */
+        if ((uintptr_t)x < KSLAB_MIN_OBJECT ||
+            obj_index(s, (uintptr_t)x - c->slab_base) >= s->objects)
             break;
         if (unlikely(x == head))
             kslab_double_free(s, x);

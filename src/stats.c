@@ -15,7 +15,9 @@ static void add_thread_events(struct kslab_thread *t, void *arg)
 {
     struct events_walk *w = arg;
     struct kmem_cache_cpu *c = &t->cpu[w->id];
-    struct kmem_cache_cpu_cold *cc = &t->cold[w->id];
+    struct kmem_cache_cpu_cold *cc = kslab_cold_peek(t, w->id);
+    if (!cc)
+        return;                     /* no events: the thread never used the id */
     /* relaxed: each counter is written by its owner alone; a reader needs
      * an untorn value, not ordering */
     w->ev[ALLOC_FASTPATH] += __atomic_load_n(&c->alloc_fast, __ATOMIC_RELAXED);

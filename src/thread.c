@@ -3,20 +3,23 @@
  * thread exit (a thread's cached objects and slabs go back to their caches),
  * and fork (locks taken before, reset in the child).
  *
- * A thread's state is one mapping: the hot cpu entries (one 32-byte entry per
- * cache, read by the fast paths) and the cold entries (partial lists,
- * sheaves or array caches, counters).  Until a thread allocates, kslab_tls
- * points at kslab_no_thread, whose entries are all empty, so the fast paths
- * need no "initialised?" test.  Creating state takes threads_lock: see the
+ * A thread's state is one mapping holding the hot cpu entries (one 32-byte
+ * entry per cache id, read by the fast paths; all-zero is empty, so the
+ * mapping is never initialised and only the pages of ids the thread uses
+ * are touched), plus chunks of 64 cold entries (partial lists, sheaves or
+ * array caches, counters) mapped on first use of one of their ids.  A
+ * thread that used 8 caches holds a few pages, whatever the number of
+ * caches.  Until a thread allocates, kslab_tls points at kslab_no_thread,
+ * whose entries are all empty, so the fast paths need no "initialised?"
+ * test.  Creating state takes threads_lock: see the
  * rule in slab_common.h.
  */
 #include "slab_common.h"
 
 __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial-exec"))) =
     (struct kslab_thread *)kslab_no_thread;
-struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES] = {
-    [0 ... KSLAB_MAX_CACHES - 1] = { .slab_base = NO_CPU_SLAB }
-};
+struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES];   /* zero: empty (bss) */
+#define COLD_CHUNK_BYTES (sizeof(struct kmem_cache_cpu_cold) << COLD_CHUNK_SHIFT)
 
 static kslab_lock_t threads_lock = KSLAB_LOCK_INIT;  /* the thread registry */
 static struct kslab_thread *threads;
@@ -43,11 +46,9 @@ static void thread_unlink(struct kslab_thread *t)
 struct kslab_thread *kslab_thread_create(void)
 {
     kslab_ensure_init();
-    struct kslab_thread *t = prim_map(sizeof *t);     /* zeroed; untouched cold entries cost no memory */
+    struct kslab_thread *t = prim_map(sizeof *t);     /* zeroed: every entry empty */
     if (!t)
         return NULL;
-    for (int i = 0; i < KSLAB_MAX_CACHES; i++)
-        t->cpu[i].slab_base = NO_CPU_SLAB;
     kslab_lock(&threads_lock);
     thread_link(t);
     kslab_unlock(&threads_lock);
@@ -56,11 +57,57 @@ struct kslab_thread *kslab_thread_create(void)
     return t;
 }
 
-/* threads_lock held, so stats readers see each event exactly once. */
+/* Map the chunk of cold entries holding id (the calling thread's, t may be
+ * kslab_no_thread).  Only the owner maps its chunks; the release store
+ * publishes the zeroed chunk to readers under threads_lock. */
+struct kslab_thread *kslab_cold_create(struct kslab_thread *t, unsigned id)
+{
+    if (!thread_is_real(t) && !(t = kslab_thread_create()))
+        return NULL;
+    _Atomic(struct kmem_cache_cpu_cold *) *slot = &t->cold[id >> COLD_CHUNK_SHIFT];
+    if (atomic_load_explicit(slot, memory_order_relaxed))
+        return t;
+    struct kmem_cache_cpu_cold *chunk = prim_map(COLD_CHUNK_BYTES);
+    if (!chunk)
+        return NULL;
+    atomic_store_explicit(slot, chunk, memory_order_release);
+    return t;
+}
+
+/* Calls fn(t, s, arg) for each live cache whose id is in one of t's cold
+ * chunks: the caches t may hold state for (cache_lock held, so the ids
+ * stay bound to their caches). */
+static void for_each_used_cache(struct kslab_thread *t,
+                                void (*fn)(struct kslab_thread *, struct kmem_cache *))
+{
+    for (unsigned k = 0; k < COLD_CHUNKS; k++) {
+        if (!atomic_load_explicit(&t->cold[k], memory_order_relaxed))
+            continue;
+        for (unsigned id = k << COLD_CHUNK_SHIFT; id < (k + 1) << COLD_CHUNK_SHIFT; id++) {
+            struct kmem_cache *s = kslab_cache_by_id(id);
+            if (s)
+                fn(t, s);
+        }
+    }
+}
+
+static void unmap_cold(struct kslab_thread *t)
+{
+    for (unsigned k = 0; k < COLD_CHUNKS; k++) {
+        struct kmem_cache_cpu_cold *c = atomic_load_explicit(&t->cold[k], memory_order_relaxed);
+        if (c)
+            prim_unmap(c, COLD_CHUNK_BYTES);
+    }
+}
+
+/* threads_lock held, so stats readers see each event exactly once.  A
+ * thread without a cold entry for s never held anything of it. */
 void kslab_thread_fold(struct kslab_thread *t, struct kmem_cache *s)
 {
     struct kmem_cache_cpu *c = &t->cpu[s->id];
-    struct kmem_cache_cpu_cold *cc = &t->cold[s->id];
+    struct kmem_cache_cpu_cold *cc = kslab_cold_peek(t, s->id);
+    if (!cc)
+        return;
     cc->stat[ALLOC_FASTPATH] += c->alloc_fast;
     cc->stat[FREE_FASTPATH] += c->free_fast;
     for (int i = 0; i < NR_STATS; i++)
@@ -76,14 +123,14 @@ static void thread_retire(struct kslab_thread *t)
 {
     pages_pcp_drain(&t->pcp);       /* no lock held: it takes pages_lock */
     kslab_lock(&kslab_cache_lock);
-    for (struct kmem_cache *s = kslab_cache_list; s && kslab_be->flush_thread; s = s->next_cache)
-        kslab_be->flush_thread(t, s);
+    if (kslab_be->flush_thread)
+        for_each_used_cache(t, kslab_be->flush_thread);
     kslab_lock(&threads_lock);
-    for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
-        kslab_thread_fold(t, s);
+    for_each_used_cache(t, kslab_thread_fold);
     thread_unlink(t);
     kslab_unlock(&threads_lock);
     kslab_unlock(&kslab_cache_lock);
+    unmap_cold(t);
     prim_unmap(t, sizeof *t);
 }
 
@@ -139,8 +186,7 @@ static void atfork_child(void)
     for (; t; t = next) {
         next = t->next_thread;
         if (t != self) {
-            for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
-                kslab_thread_fold(t, s);
+            for_each_used_cache(t, kslab_thread_fold);
             thread_unlink(t);
         }
     }
@@ -159,7 +205,7 @@ void kslab_for_each_thread(void (*fn)(struct kslab_thread *, void *), void *arg)
 void kslab_count(struct kmem_cache *s, enum stat_item si, uint64_t n)
 {
     struct kslab_thread *t = kslab_tls;
-    stat_add(s, thread_is_real(t) ? &t->cold[s->id] : NULL, si, n);
+    stat_add(s, thread_is_real(t) ? kslab_cold_peek(t, s->id) : NULL, si, n);
 }
 
 /* Called once from kslab_init(), when allocation already works: glibc's

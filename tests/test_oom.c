@@ -25,7 +25,10 @@ int main(void)
     kfree(big);
     kslab_trim();          /* the cached mapping (and its header's slab) go back */
 
-    /* exhaust: with every mapping refused, allocate until NULL */
+    /* exhaust: with every mapping refused, allocate until NULL (after one
+     * allocation, so that this thread's state for c, mapped on first use,
+     * exists) */
+    kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
     kslab_test_fail_map(-1);
     long n = 0;
     while (n < MAXOBJ && (objs[n] = kmem_cache_alloc(c, GFP_KERNEL)) != NULL) {
