@@ -507,6 +507,62 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
     return freelist;
 }
 
+/*
+ * Slow start, after the kernel's alloc_single_from_partial() and
+ * alloc_single_from_new_slab() (which it uses for debugged caches): a
+ * thread's first SLOW_START objects of a cache come one at a time from the
+ * cache's partial slabs, under list_lock, with no slab frozen onto the
+ * thread.  A thread that allocates a few objects of many caches (an idle
+ * worker, a short-lived helper) holds no slab of its own; one that keeps
+ * allocating gets cpu slabs after SLOW_START objects, about a
+ * microsecond in all.  Frees need nothing new: the slab is an ordinary
+ * partial (or, once its last object is taken, full) slab.
+ */
+#define SLOW_START 16
+static struct slab *unfreeze_locked(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                                    struct slab *slab, void *head, void *tail, unsigned cnt);
+static void *alloc_single(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+{
+    for (;;) {
+        kslab_lock(&s->list_lock);
+        struct slab *slab = s->partial;        /* partial slabs always have a free object */
+        if (slab) {
+            void *obj;
+            union slab_counters old, new;
+            do {    /* frees push concurrently without the lock; only we pop */
+                /* acquire: pairs with the freer's release (its compare-and-
+                 * swap), so obj's free pointer, read next, is the one it
+                 * wrote; nobody else pops obj, so it stays put */
+                obj = __atomic_load_n(&slab->freelist, __ATOMIC_ACQUIRE);
+                old = slab_counters(slab);
+                new = old;
+                new.inuse++;
+                /* Taking the last object freezes the slab in the same step:
+                 * a freer that saw it full and unfrozen would freeze it onto
+                 * its own partial list while it is still on the cache's.
+                 * Frozen, frees only push; it leaves the list and is
+                 * unfrozen below, still under list_lock. */
+                new.frozen = new.inuse == new.objects;
+            } while (!cmpxchg_double_slab(slab, obj, old.word, get_freepointer(s, obj), new.word));
+            if (new.frozen) {
+                remove_partial(s, slab);
+                unfreeze_locked(s, cc, slab, NULL, NULL, 0);   /* full, or partial again */
+            }
+            kslab_unlock(&s->list_lock);
+            stat_add(s, cc, ALLOC_FROM_PARTIAL, 1);
+            return obj;
+        }
+        kslab_unlock(&s->list_lock);
+        slab = slub_new_slab(s, NEW_SLAB_FREE);
+        if (!slab)
+            return NULL;
+        stat_add(s, cc, ALLOC_SLAB, 1);
+        kslab_lock(&s->list_lock);
+        add_partial(s, slab);
+        kslab_unlock(&s->list_lock);
+    }
+}
+
 /* The contract's alloc entry (kmalloc_size: SLUB's classes need no more). */
 static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
@@ -521,6 +577,11 @@ static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     } else if (cc->sheaf_count) {
         object = cc->sheaf[--cc->sheaf_count];
         counter_inc(&cc->stat[ALLOC_SHEAF], 1);
+    } else if (cc->stat[ALLOC_SLOWPATH] + c->alloc_fast < SLOW_START &&
+               c->slab_base == NO_CPU_SLAB && !cc->partial) {
+        object = alloc_single(s, cc);
+        if (unlikely(!object))
+            return NULL;
     } else {
         object = ___slub_alloc(s, c, cc);
         if (unlikely(!object))

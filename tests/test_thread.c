@@ -162,8 +162,49 @@ static void test_fork(void)
     kmem_cache_destroy(fcache);
 }
 
+/* Slow start (SLUB): a thread's first objects of a cache come from the
+ * cache's partial slab, so a thread that takes a few objects freezes no slab
+ * of its own: the cache keeps one slab for both threads' objects. */
+static struct kmem_cache *ss_cache;
+static void *take_five(void *arg)
+{
+    void **o = arg;
+    for (int i = 0; i < 5; i++)
+        o[i] = kmem_cache_alloc(ss_cache, GFP_KERNEL);
+    return NULL;
+}
+static void test_slow_start(void)
+{
+    const char *be = getenv("KSLAB_ALLOCATOR");
+    if (be && strcmp(be, "slub") != 0)
+        return;
+    ss_cache = kmem_cache_create("slow_start", 64, 0, SLAB_NO_MERGE, NULL);
+    void *mine[2], *theirs[5];
+    for (int i = 0; i < 2; i++)
+        mine[i] = kmem_cache_alloc(ss_cache, GFP_KERNEL);
+    struct kslab_stats st;
+    kslab_cache_stats(ss_cache, &st);
+    CHECK_EQ(st.num_slabs, 1);
+    pthread_t t;
+    pthread_create(&t, NULL, take_five, theirs);
+    pthread_join(t, NULL);
+    kslab_cache_stats(ss_cache, &st);
+    CHECK_EQ(st.num_slabs, 1);                /* the other thread froze no slab */
+    CHECK_EQ(st.active_objs, 7);
+    for (int i = 0; i < 5; i++)
+        CHECK(theirs[i] != NULL && theirs[i] != mine[0] && theirs[i] != mine[1]);
+    for (int i = 0; i < 5; i++)
+        kmem_cache_free(ss_cache, theirs[i]);
+    for (int i = 0; i < 2; i++)
+        kmem_cache_free(ss_cache, mine[i]);
+    kslab_cache_stats(ss_cache, &st);
+    CHECK_EQ(st.active_objs, 0);
+    kmem_cache_destroy(ss_cache);
+}
+
 int main(void)
 {
+    test_slow_start();
     test_thread_exit();
     test_fork();
     return check_done();
