@@ -145,13 +145,15 @@ struct kslab_stats {
     uint64_t alloc_sheaf;         /* slow alloc served from the thread's sheaf (no atomic) */
     uint64_t free_sheaf;          /* slow free put in the thread's sheaf (no atomic) */
     uint64_t sheaf_flush;         /* half a full sheaf freed back to its slabs */
+    uint64_t barn_put;            /* a full sheaf exchanged for an empty one at the barn */
+    uint64_t barn_get;            /* an empty sheaf refilled with a full one from the barn */
     /* gauges (not events) */
     uint64_t active_objs;         /* objects allocated and not yet freed */
     uint64_t num_objs;            /* object slots in all slabs of the cache */
     uint64_t num_slabs;           /* slabs the cache holds */
     uint64_t partial_slabs;       /* slabs on the cache's partial list */
 };
-#define KSLAB_NR_EVENT_STATS 22
+#define KSLAB_NR_EVENT_STATS 24
 
 /* Fill *out for cache s (summing all threads).  Returns 0, or -1 if s is NULL. */
 KSLAB_API int kslab_cache_stats(struct kmem_cache *s, struct kslab_stats *out);

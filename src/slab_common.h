@@ -70,6 +70,8 @@ enum stat_item {
     ALLOC_SHEAF,         /* SLUB: slow alloc served from the thread's sheaf */
     FREE_SHEAF,          /* SLUB: slow free put into the thread's sheaf */
     SHEAF_FLUSH,         /* SLUB: half of a full sheaf given back to its slabs */
+    BARN_PUT,            /* SLUB: a full sheaf exchanged for an empty one at the barn */
+    BARN_GET,            /* SLUB: an empty sheaf refilled with a full one from the barn */
     NR_STATS
 };
 _Static_assert(NR_STATS == KSLAB_NR_EVENT_STATS, "stats enum and struct agree");

@@ -521,6 +521,7 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
 #define SLOW_START 16
 static struct slab *unfreeze_locked(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
                                     struct slab *slab, void *head, void *tail, unsigned cnt);
+static bool barn_get(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc);
 static void *alloc_single(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
 {
     for (;;) {
@@ -575,6 +576,9 @@ static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     if (object) {
         c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
     } else if (cc->sheaf_count) {
+        object = cc->sheaf[--cc->sheaf_count];
+        counter_inc(&cc->stat[ALLOC_SHEAF], 1);
+    } else if (barn_get(s, cc)) {
         object = cc->sheaf[--cc->sheaf_count];
         counter_inc(&cc->stat[ALLOC_SHEAF], 1);
     } else if (cc->stat[ALLOC_SLOWPATH] + c->alloc_fast < SLOW_START &&
@@ -670,6 +674,148 @@ static inline void *sheaf_top(const struct kmem_cache_cpu_cold *cc)
     return cc->sheaf_count ? cc->sheaf[cc->sheaf_count - 1] : NULL;
 }
 
+/*
+ * The barn (Linux 6.18's per-node barn).  A thread whose sheaf is full
+ * puts the whole sheaf in the barn, in exchange for an empty one, under one
+ * lock; a thread whose sheaf and cpu freelist are empty takes a full sheaf
+ * from the barn before it touches a slab.  A producer/consumer pipeline then
+ * moves whole sheaves between threads, not single objects through the
+ * slabs' compare-and-swap.  The thread's sheaf is an array in its cold
+ * entry, so a barn sheaf's objects are copied in and out (a 64-object sheaf
+ * is 512 bytes).  At most BARN_MAX full and BARN_MAX empty sheaves per
+ * cache; beyond, a full sheaf gives its older half back to the slabs as
+ * before.  Objects in the barn are free as far as the counters go (they
+ * were counted when they entered a sheaf); shrink gives them back to their
+ * slabs, destroy drops them with the slabs.
+ */
+#define BARN_MAX 8
+struct barn_sheaf {
+    struct barn_sheaf *next;
+    uint32_t count;
+    void *objs[SHEAF_MAX];
+};
+/* Owner of the barn's pages: names no real cache (kfree of an address in
+ * one is reported as not a slab object). */
+static struct kmem_cache barn_pages = { .name = "barn" };
+
+static struct barn_sheaf *barn_sheaf_new(void)
+{
+    struct slab *p = pages_alloc(0, &barn_pages);
+    return p ? slab_address(p) : NULL;
+}
+static void barn_sheaf_free(struct barn_sheaf *b)
+{
+    pages_free(addr_desc((uintptr_t)b), 0);
+}
+_Static_assert(sizeof(struct barn_sheaf) <= PAGE_SIZE, "a barn sheaf fits a page");
+
+/* The thread's full sheaf into the barn (list_lock held); false if the barn
+ * is full or has no empty sheaf to give (b: a new empty one, or NULL). */
+static bool barn_put_locked(struct slub_cache *sc, struct kmem_cache_cpu_cold *cc,
+                            struct barn_sheaf *b)
+{
+    if (sc->nr_full >= BARN_MAX)
+        return false;
+    if (!b) {
+        if (!(b = sc->barn_empty))
+            return false;
+        sc->barn_empty = b->next;
+        sc->nr_empty--;
+    }
+    memcpy(b->objs, cc->sheaf, cc->sheaf_count * sizeof(void *));
+    b->count = cc->sheaf_count;
+    b->next = sc->barn_full;
+    sc->barn_full = b;
+    __atomic_store_n(&sc->nr_full, sc->nr_full + 1, __ATOMIC_RELAXED);
+    cc->sheaf_count = 0;
+    return true;
+}
+
+static noinline bool barn_put(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+{
+    struct slub_cache *sc = slub_c(s);
+    kslab_lock(&s->list_lock);
+    bool ok = barn_put_locked(sc, cc, NULL);
+    bool room = sc->nr_full < BARN_MAX;
+    kslab_unlock(&s->list_lock);
+    if (ok)
+        counter_inc(&cc->stat[BARN_PUT], 1);
+    if (ok || !room)
+        return ok;
+    struct barn_sheaf *b = barn_sheaf_new();     /* no empty sheaf yet: make one */
+    if (!b)
+        return false;
+    kslab_lock(&s->list_lock);
+    ok = barn_put_locked(sc, cc, b);
+    if (!ok && sc->nr_empty < BARN_MAX) {
+        b->next = sc->barn_empty;
+        sc->barn_empty = b;
+        sc->nr_empty++;
+        b = NULL;
+    }
+    kslab_unlock(&s->list_lock);
+    if (!ok && b)
+        barn_sheaf_free(b);
+    if (ok)
+        counter_inc(&cc->stat[BARN_PUT], 1);
+    return ok;
+}
+
+/* A full sheaf from the barn into the thread's empty sheaf; false if none. */
+static noinline bool barn_get(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+{
+    struct slub_cache *sc = slub_c(s);
+    if (!__atomic_load_n(&sc->nr_full, __ATOMIC_RELAXED))
+        return false;               /* a hint: a wrong answer costs a slab refill */
+    kslab_lock(&s->list_lock);
+    struct barn_sheaf *b = sc->barn_full;
+    if (b) {
+        sc->barn_full = b->next;
+        __atomic_store_n(&sc->nr_full, sc->nr_full - 1, __ATOMIC_RELAXED);
+        memcpy(cc->sheaf, b->objs, b->count * sizeof(void *));
+        cc->sheaf_count = b->count;
+        if (sc->nr_empty < BARN_MAX) {
+            b->next = sc->barn_empty;
+            sc->barn_empty = b;
+            sc->nr_empty++;
+            b = NULL;
+        }
+    }
+    bool got = cc->sheaf_count != 0;
+    kslab_unlock(&s->list_lock);
+    if (b)
+        barn_sheaf_free(b);
+    if (got)
+        counter_inc(&cc->stat[BARN_GET], 1);
+    return got;
+}
+
+/* Empty the barn (shrink: objects back to their slabs; destroy: objects go
+ * with the slabs, give_back false).  Nobody may use s concurrently with
+ * destroy; shrink takes list_lock. */
+static void barn_drain(struct kmem_cache *s, bool give_back)
+{
+    struct slub_cache *sc = slub_c(s);
+    kslab_lock(&s->list_lock);
+    struct barn_sheaf *full = sc->barn_full, *empty = sc->barn_empty;
+    sc->barn_full = sc->barn_empty = NULL;
+    __atomic_store_n(&sc->nr_full, 0, __ATOMIC_RELAXED);
+    sc->nr_empty = 0;
+    kslab_unlock(&s->list_lock);
+    while (full) {
+        struct barn_sheaf *b = full;
+        full = b->next;
+        if (give_back)
+            slub_free_bulk_account(s, b->count, b->objs, false);   /* counted already */
+        barn_sheaf_free(b);
+    }
+    while (empty) {
+        struct barn_sheaf *b = empty;
+        empty = b->next;
+        barn_sheaf_free(b);
+    }
+}
+
 /* Give the older half of a full sheaf back to its slabs. */
 static noinline void sheaf_flush(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, unsigned n)
 {
@@ -708,7 +854,7 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
      * either to the sheaf or (bulk free) straight to its slab. */
     if (unlikely(sheaf_top(cc) == x || slab_freelist(slab) == x))
         kslab_double_free(s, x);
-    if (unlikely(cc->sheaf_count >= s->sheaf_cap))
+    if (unlikely(cc->sheaf_count >= s->sheaf_cap) && !barn_put(s, cc))
         sheaf_flush(s, cc, cc->sheaf_count / 2);
     cc->sheaf[cc->sheaf_count++] = x;
     counter_inc(&cc->stat[FREE_SHEAF], 1);
@@ -779,6 +925,7 @@ static struct slab *take_empty_partials(struct kmem_cache *s)
 int slub_shrink(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
+    barn_drain(s, true);            /* first: its frees may freeze slabs onto this thread */
     if (thread_is_real(t))
         slub_flush_thread(t, s);
     if (s->flags & SLAB_TYPESAFE_BY_RCU)
@@ -796,6 +943,7 @@ int slub_shrink(struct kmem_cache *s)
 long slub_destroy(struct kmem_cache *s)
 {
     long n = 0;
+    barn_drain(s, false);           /* its objects go with their slabs */
     s->partial = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
     /* no slab: skip the walk over every page (programs that make and
@@ -846,6 +994,8 @@ static int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t 
             counter_inc(&cc->stat[ALLOC_SHEAF], take);
             continue;
         }
+        if (barn_get(s, cc))        /* a full sheaf from the barn: taken above */
+            continue;
         o = get_cpu_freelist(s, c, cc);
         if (o) {
             c->freelist = o;

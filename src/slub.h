@@ -17,9 +17,15 @@
 
 /* SLUB's private per-cache state (the kernel's slub_def.h); slob-seg, which
  * shares SLUB's slab geometry, uses min_partial too. */
+struct barn_sheaf;
 struct slub_cache {
     unsigned long min_partial; /* empty slabs kept before returning them to the OS */
     unsigned cpu_partial_slabs;/* limit of each thread's partial list */
+    /* The barn (Linux 6.18): full and empty sheaves exchanged between
+     * threads, under list_lock; nr_full is also read racily (relaxed) as
+     * a hint.  slob-seg leaves it empty. */
+    unsigned nr_full, nr_empty;
+    struct barn_sheaf *barn_full, *barn_empty;
 };
 _Static_assert(sizeof(struct slub_cache) <= KSLAB_CACHE_PRIV, "fits in kmem_cache");
 static inline struct slub_cache *slub_c(struct kmem_cache *s)

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-_Static_assert(offsetof(struct kslab_stats, sheaf_flush) == SHEAF_FLUSH * sizeof(uint64_t),
+_Static_assert(offsetof(struct kslab_stats, barn_get) == BARN_GET * sizeof(uint64_t),
                "struct kslab_stats lists the events in enum stat_item order");
 
 struct events_walk { unsigned id; uint64_t *ev; };
