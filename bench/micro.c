@@ -25,10 +25,13 @@ int main(int argc, char **argv)
 #define OBJ_FREE(p) BENCH_FREE(p)
 #define OBJ_PAIR "malloc+free(256)"
 #endif
-    /* warm up (the first slabs and the thread state) on lines of their own,
-     * so callgrind counts the timed calls apart (bench/sections/05-*) */
-    OBJ_FREE(OBJ_ALLOC());
-    BENCH_FREE(BENCH_ALLOC(32));
+    /* warm up (the thread state, SLUB's slow start of 16 objects, the first
+     * cpu slabs) on lines of their own, so callgrind counts the timed calls
+     * apart (bench/sections/05-*) */
+    for (int w = 0; w < 32; w++) {
+        OBJ_FREE(OBJ_ALLOC());
+        BENCH_FREE(BENCH_ALLOC(32));
+    }
 #define MEASURE_PAIR(what, ALLOC, FREE)                                    \
     do {                                                                   \
         MEASURE(r, runs, iters, 1, {                                       \

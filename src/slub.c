@@ -518,7 +518,6 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
  * microsecond in all.  Frees need nothing new: the slab is an ordinary
  * partial (or, once its last object is taken, full) slab.
  */
-#define SLOW_START 16
 static struct slab *unfreeze_locked(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
                                     struct slab *slab, void *head, void *tail, unsigned cnt);
 static bool barn_get(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc);
@@ -575,6 +574,10 @@ static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     void *object = c->freelist;
     if (object) {
         c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
+    } else if (slow_start_over(c, cc)) {
+        object = ___slub_alloc(s, c, cc);           /* the thread's first cpu slab */
+        if (unlikely(!object))
+            return NULL;
     } else if (cc->sheaf_count) {
         object = cc->sheaf[--cc->sheaf_count];
         counter_inc(&cc->stat[ALLOC_SHEAF], 1);

@@ -98,11 +98,23 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
  * back-end without sheaves: sheaf_cap 0) returns NULL/false and the slow
  * path handles and reports it.
  */
+/* Slow start (slub.c): a thread's first SLOW_START objects of a cache come
+ * one at a time from shared slabs.  Then the thread takes its first cpu
+ * slab, even if its sheaf has objects: an alloc/free loop would otherwise
+ * cycle one object through the sheaf (the second path) for ever. */
+#define SLOW_START 16
+static inline bool slow_start_over(const struct kmem_cache_cpu *c,
+                                   const struct kmem_cache_cpu_cold *cc)
+{
+    return c->alloc_fast == 0 && c->slab_base == NO_CPU_SLAB &&
+           cc->stat[ALLOC_SLOWPATH] >= SLOW_START;
+}
 static inline void *slub_sheaf_pop(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
     struct kmem_cache_cpu_cold *cc;
-    if (!s->sheaf_cap || !thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)))
+    if (!s->sheaf_cap || !thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)) ||
+        slow_start_over(&t->cpu[s->id], cc))
         return NULL;
     uint32_t n = cc->sheaf_count;
     if (!n)

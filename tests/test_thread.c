@@ -202,6 +202,13 @@ static void test_slow_start(void)
         kmem_cache_free(ss_cache, mine[i]);
     kslab_cache_stats(ss_cache, &st);
     CHECK_EQ(st.active_objs, 0);
+    /* slow start ends: an alloc/free loop then runs on the first fast path,
+     * not one object cycling through the sheaf */
+    uint64_t fast0 = st.alloc_fastpath;
+    for (int i = 0; i < 1000; i++)
+        kmem_cache_free(ss_cache, kmem_cache_alloc(ss_cache, GFP_KERNEL));
+    kslab_cache_stats(ss_cache, &st);
+    CHECK(st.alloc_fastpath - fast0 > 900);
     kmem_cache_destroy(ss_cache);
 }
 
