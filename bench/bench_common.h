@@ -23,6 +23,21 @@ static inline uint64_t cycles(void)
     return __rdtscp(&aux);
 }
 
+/* A line of /proc/self/status, e.g. status_kb("VmRSS:"), in kB; -1 if
+ * missing. */
+static inline long status_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, strlen(key)) == 0)
+            v = atol(line + strlen(key));
+    if (f)
+        fclose(f);
+    return v;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

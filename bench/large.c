@@ -13,7 +13,6 @@
  * Output: one tab-separated line: WHO ROW ns ns_min ns_max [peak_rss_kib]. */
 #include "bench_common.h"
 #include <stdbool.h>
-#include <sys/resource.h>
 
 static void *(*volatile m_alloc)(size_t) = malloc;
 static void *(*volatile m_realloc)(void *, size_t) = realloc;
@@ -83,13 +82,6 @@ static double mixed_once(long ops)
     return ns;
 }
 
-static long peak_rss_kib(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -120,7 +112,7 @@ int main(int argc, char **argv)
         runs = 1;
         v[0] = mixed_once(quick ? 10000 : 2000000);
         printf("%s\tmixed 8 B-512 KiB, 10 000 live\t%.1f\t%.1f\t%.1f\t%ld\n", who, v[0], v[0], v[0],
-               peak_rss_kib());
+               status_kb("VmHWM:"));
         return 0;
     } else {
         fprintf(stderr, "unknown row %s\n", row);

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include "alloc_shim.h"
+#include "bench_common.h"
 #define MSG_ALLOC(n) BENCH_ALLOC(n)
 #define MSG_FREE(p) BENCH_FREE(p)
 
@@ -64,19 +65,6 @@ static void *receiver(void *arg)
         pthread_mutex_unlock(&err_mu);
     }
     return NULL;
-}
-
-static long status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, key, strlen(key)) == 0)
-            v = atol(line + strlen(key));
-    if (f)
-        fclose(f);
-    return v;
 }
 
 int main(int argc, char **argv)

@@ -58,18 +58,6 @@ static void *ring_get(struct ring *r)
     return p;
 }
 
-static long rss_kib(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* ---- server ------------------------------------------------------------------ */
 
 #define LIVE 2048
@@ -218,7 +206,7 @@ static long run_idle(int n)
             exit(1);
         }
     pthread_barrier_wait(&ready);
-    long rss = rss_kib();
+    long rss = status_kb("VmRSS:");
     pthread_barrier_wait(&leave);
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);

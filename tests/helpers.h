@@ -4,6 +4,8 @@
 #define KSLAB_TEST_HELPERS_H
 #include <kslab.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -45,6 +47,19 @@ static inline void sleep_seconds(double s)
 {
     struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
     nanosleep(&ts, NULL);
+}
+
+/* The process's resident set now, KiB (/proc/self/statm); 0 if unreadable. */
+static inline long test_rss_kib(void)
+{
+    long size = 0, res = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &res) != 2)
+            res = 0;
+        fclose(f);
+    }
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 /* How long a stress phase runs: KSLAB_TEST_SECONDS (make soak raises it). */

@@ -20,18 +20,6 @@
 #define NCACHES 100000
 #endif
 
-static long rss_kib(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return rss * 4;
-}
-
 static struct kmem_cache **caches;
 static long made;
 
@@ -89,11 +77,11 @@ static void test_thread_state(void)
     pthread_attr_setstacksize(&a, 64 * 1024);
     pthread_barrier_init(&b_all, NULL, T + 1);
     pthread_barrier_init(&b_leave, NULL, T + 1);
-    long before = rss_kib();
+    long before = test_rss_kib();
     for (long i = 0; i < T; i++)
         CHECK(pthread_create(&t[i], &a, use_two, (void *)(intptr_t)i) == 0);
     pthread_barrier_wait(&b_all);
-    long during = rss_kib();
+    long during = test_rss_kib();
     pthread_barrier_wait(&b_leave);
     for (int i = 0; i < T; i++)
         pthread_join(t[i], NULL);

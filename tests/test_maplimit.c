@@ -18,24 +18,13 @@
  * for every byte ever touched stays resident). */
 #define _GNU_SOURCE
 #include "check.h"
+#include "helpers.h"
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <kslab.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &size, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 static long map_count(void)
 {
@@ -81,7 +70,7 @@ int main(int argc, char **argv)
         release(blk[i]);
     trim_fn();
     bool check_rss = !getenv("KSLAB_MAPLIMIT_NO_RSS");
-    long rss0 = rss_kib(), maps0 = map_count();
+    long rss0 = test_rss_kib(), maps0 = map_count();
     for (int round = 0; round < 5; round++) {
         for (long i = 0; i < nblocks; i++) {
             blk[i] = alloc(9000);
@@ -89,7 +78,7 @@ int main(int argc, char **argv)
                 break;
             memset(blk[i], (int)(i + round), 9000);
         }
-        long maps = map_count(), rss = rss_kib();
+        long maps = map_count(), rss = test_rss_kib();
         CHECK(maps - maps0 <= 64);
         CHECK(rss - rss0 >= nblocks * 9000 / 1024 * 9 / 10);   /* the blocks are really there */
         long bad = 0;
@@ -98,7 +87,7 @@ int main(int argc, char **argv)
             release(blk[i]);
         }
         CHECK_EQ(bad, 0);
-        long after = rss_kib(), maps_after = map_count();
+        long after = test_rss_kib(), maps_after = map_count();
         printf("round %d: %ld blocks, maps +%ld at peak, +%ld after; RSS +%ld KiB at peak, "
                "+%ld KiB after the frees\n", round, nblocks, maps - maps0, maps_after - maps0,
                rss - rss0, after - rss0);
@@ -107,7 +96,7 @@ int main(int argc, char **argv)
         CHECK(maps_after - maps0 <= 64);
     }
     trim_fn();
-    long rss_end = rss_kib();
+    long rss_end = test_rss_kib();
     printf("after trim: RSS +%ld KiB, maps +%ld\n", rss_end - rss0, map_count() - maps0);
     if (check_rss)
         CHECK(rss_end - rss0 <= 2 * 1024);
