@@ -331,16 +331,22 @@ static inline struct kmem_cache *kslab_page_cache(struct kmem_cache *want, const
 }
 
 /* The head descriptor of the slab of s holding x (x in an arena),
- * validated: the slab is a live slab of s and x is at an object's start.
+ * validated: the slab is a live slab of s and x is at an object's start
+ * (kslab_slab_find: NULL if not; kslab_slab_of: reported if not).
  * want: NULL, or s when the caller named s (for the report).  For every
  * back-end with fixed-stride slabs (SLUB, SLAB, slob-seg). */
-static inline struct slab *kslab_slab_of(struct kmem_cache *want, struct kmem_cache *s,
-                                         const void *x, const char *fn)
+static inline struct slab *kslab_slab_find(const struct kmem_cache *s, const void *x)
 {
     uintptr_t base = (uintptr_t)x & s->slab_mask;   /* slabs are naturally aligned */
     struct slab *slab = addr_desc(base);
-    if (unlikely(slab->cache != s || slab->pg_state != PG_SLAB ||
-                 !object_start(s, base + slab->pg_colour, x)))
+    return slab->cache == s && slab->pg_state == PG_SLAB &&
+                   object_start(s, base + slab->pg_colour, x) ? slab : NULL;
+}
+static inline struct slab *kslab_slab_of(struct kmem_cache *want, struct kmem_cache *s,
+                                         const void *x, const char *fn)
+{
+    struct slab *slab = kslab_slab_find(s, x);
+    if (unlikely(!slab))
         kslab_bad_free(fn, want, x);
     return slab;
 }

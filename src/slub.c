@@ -112,12 +112,8 @@ static inline bool cmpxchg_double_slab(struct slab *slab, void *old_fl, uint64_t
 #endif
 }
 
-/* The two halves are read separately (relaxed); a torn pair only makes the
- * following compare-and-swap fail and retry. */
-static inline void *slab_freelist(struct slab *slab)
-{
-    return __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED);
-}
+/* The two halves are read separately (relaxed; slab_freelist in slub.h); a
+ * torn pair only makes the following compare-and-swap fail and retry. */
 static inline union slab_counters slab_counters(struct slab *slab)
 {
     union slab_counters c;
@@ -571,26 +567,19 @@ static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         return NULL;
     struct kmem_cache_cpu *c = &t->cpu[s->id];
     struct kmem_cache_cpu_cold *cc = kslab_cold(t, s->id);
+    /* Slow start (alloc_single) while the thread has no cpu slab and has
+     * taken fewer than SLOW_START objects; then its first cpu slab, before
+     * the sheaf: an alloc/free loop would otherwise cycle one object
+     * through the sheaf for ever. */
+    bool no_cpu_slab = c->slab_base == NO_CPU_SLAB;
+    bool slow_start = no_cpu_slab && cc->stat[ALLOC_SLOWPATH] < SLOW_START;
     void *object = c->freelist;
     if (object) {
         c->freelist = get_freepointer(s, object);  /* refilled meanwhile */
-    } else if (slow_start_over(c, cc)) {
-        object = ___slub_alloc(s, c, cc);           /* the thread's first cpu slab */
-        if (unlikely(!object))
-            return NULL;
-    } else if (cc->sheaf_count) {
-        object = cc->sheaf[--cc->sheaf_count];
-        counter_inc(&cc->stat[ALLOC_SHEAF], 1);
-    } else if (barn_get(s, cc)) {
-        object = cc->sheaf[--cc->sheaf_count];
-        counter_inc(&cc->stat[ALLOC_SHEAF], 1);
-    } else if (cc->stat[ALLOC_SLOWPATH] + c->alloc_fast < SLOW_START &&
-               c->slab_base == NO_CPU_SLAB && !cc->partial) {
-        object = alloc_single(s, cc);
-        if (unlikely(!object))
-            return NULL;
+    } else if ((slow_start || !no_cpu_slab) && (cc->sheaf_count || barn_get(s, cc))) {
+        object = sheaf_take(cc);
     } else {
-        object = ___slub_alloc(s, c, cc);
+        object = slow_start && !cc->partial ? alloc_single(s, cc) : ___slub_alloc(s, c, cc);
         if (unlikely(!object))
             return NULL;
     }
@@ -670,12 +659,6 @@ static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head,
                                unsigned cnt, bool account);
 static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **p, bool account);
 static void slub_free_bulk(struct kmem_cache *want, size_t size, void **p);
-
-/* The object the sheaf gives out next: the one the thread freed last. */
-static inline void *sheaf_top(const struct kmem_cache_cpu_cold *cc)
-{
-    return cc->sheaf_count ? cc->sheaf[cc->sheaf_count - 1] : NULL;
-}
 
 /*
  * The barn (Linux 6.18's per-node barn).  A thread whose sheaf is full
@@ -859,9 +842,7 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
         kslab_double_free(s, x);
     if (unlikely(cc->sheaf_count >= s->sheaf_cap) && !barn_put(s, cc))
         sheaf_flush(s, cc, cc->sheaf_count / 2);
-    cc->sheaf[cc->sheaf_count++] = x;
-    counter_inc(&cc->stat[FREE_SHEAF], 1);
-    counter_inc(&cc->stat[FREE_SLOWPATH], 1);
+    sheaf_put(cc, x);
 }
 
 /* The object the calling thread's sheaf of s would give out next (the one

@@ -86,61 +86,65 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
     counter_inc(&c->free_fast, 1);
     return true;
 }
+/* The slab's own freelist head (relaxed: a hint for the double-free test,
+ * or the value a compare-and-swap then checks). */
+static inline void *slab_freelist(struct slab *slab)
+{
+    return __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED);
+}
+
+/* The thread's sheaf of a cache: the object it gives out next (the one
+ * freed last), and one object out or in, counting the event. */
+#define SLOW_START 16   /* objects a thread takes one at a time first (slub.c) */
+static inline void *sheaf_top(const struct kmem_cache_cpu_cold *cc)
+{
+    return cc->sheaf_count ? cc->sheaf[cc->sheaf_count - 1] : NULL;
+}
+static inline void *sheaf_take(struct kmem_cache_cpu_cold *cc)
+{
+    counter_inc(&cc->stat[ALLOC_SHEAF], 1);
+    return cc->sheaf[--cc->sheaf_count];
+}
+static inline void sheaf_put(struct kmem_cache_cpu_cold *cc, void *x)
+{
+    cc->sheaf[cc->sheaf_count++] = x;
+    counter_inc(&cc->stat[FREE_SHEAF], 1);
+    counter_inc(&cc->stat[FREE_SLOWPATH], 1);
+}
+
 /*
  * The second fast paths: the thread's sheaf, when the cpu slab misses.  An
  * allocation whose cpu freelist is empty takes the object this thread freed
- * last; a free outside the cpu slab is validated as the slow path would
- * (its slab is a live slab of s and x an object start: no bad pointer gets
- * in) and pushed.  No lock, no atomic read-modify-write, and none of the
- * back-end call chain: the larson-style server row spends most of its
- * frees and many of its allocations here.  Anything unusual (no thread
- * state, a full or empty sheaf, a bad pointer, an immediate double free, a
- * back-end without sheaves: sheaf_cap 0) returns NULL/false and the slow
- * path handles and reports it.
+ * last; a free outside the cpu slab is validated as the slow path does
+ * (kslab_slab_find: a live slab of s, x an object start) and pushed.  No
+ * lock, no atomic read-modify-write, and none of the back-end call chain:
+ * the larson-style server row spends most of its frees and many of its
+ * allocations here.  Anything unusual (no thread state, no cpu slab yet:
+ * slow start, a full or empty sheaf, a bad pointer, an immediate double
+ * free, a back-end without sheaves: sheaf_cap 0) returns NULL/false and
+ * the slow path handles and reports it.
  */
-/* Slow start (slub.c): a thread's first SLOW_START objects of a cache come
- * one at a time from shared slabs.  Then the thread takes its first cpu
- * slab, even if its sheaf has objects: an alloc/free loop would otherwise
- * cycle one object through the sheaf (the second path) for ever. */
-#define SLOW_START 16
-static inline bool slow_start_over(const struct kmem_cache_cpu *c,
-                                   const struct kmem_cache_cpu_cold *cc)
-{
-    return c->alloc_fast == 0 && c->slab_base == NO_CPU_SLAB &&
-           cc->stat[ALLOC_SLOWPATH] >= SLOW_START;
-}
 static inline void *slub_sheaf_pop(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
     struct kmem_cache_cpu_cold *cc;
-    if (!s->sheaf_cap || !thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)) ||
-        slow_start_over(&t->cpu[s->id], cc))
+    if (!s->sheaf_cap || !thread_is_real(t) || t->cpu[s->id].slab_base == NO_CPU_SLAB ||
+        !(cc = kslab_cold_peek(t, s->id)) || !cc->sheaf_count)
         return NULL;
-    uint32_t n = cc->sheaf_count;
-    if (!n)
-        return NULL;
-    cc->sheaf_count = --n;
-    counter_inc(&cc->stat[ALLOC_SHEAF], 1);
     counter_inc(&cc->stat[ALLOC_SLOWPATH], 1);
-    return cc->sheaf[n];
+    return sheaf_take(cc);
 }
 static inline bool slub_sheaf_push(struct kmem_cache *s, void *x)
 {
     struct kslab_thread *t = kslab_tls;
     struct kmem_cache_cpu_cold *cc;
+    struct slab *slab;
     if (!s->sheaf_cap || !thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)))
         return false;
-    uint32_t n = cc->sheaf_count;
-    uintptr_t base = (uintptr_t)x & s->slab_mask;   /* slabs are naturally aligned */
-    struct slab *slab = addr_desc(base);
-    if (unlikely(n >= s->sheaf_cap || slab->cache != s || slab->pg_state != PG_SLAB ||
-                 !object_start(s, base, x) || (n && cc->sheaf[n - 1] == x) ||
-                 __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED) == x))
+    if (unlikely(cc->sheaf_count >= s->sheaf_cap || !(slab = kslab_slab_find(s, x)) ||
+                 sheaf_top(cc) == x || slab_freelist(slab) == x))
         return false;
-    cc->sheaf[n] = x;
-    cc->sheaf_count = n + 1;
-    counter_inc(&cc->stat[FREE_SHEAF], 1);
-    counter_inc(&cc->stat[FREE_SLOWPATH], 1);
+    sheaf_put(cc, x);
     return true;
 }
 
