@@ -573,20 +573,6 @@ void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *)
     kslab_unlock(&pages_lock);
 }
 
-static void take_slab(struct slab *slab, void *arg)
-{
-    struct slab **list = arg;
-    slab->next = *list;
-    *list = slab;
-}
-
-struct slab *pages_take_slabs(struct kmem_cache *s)
-{
-    struct slab *list = NULL;
-    pages_for_each_slab(s, take_slab, &list);
-    return list;
-}
-
 /* ---- large blocks -------------------------------------------------------------- */
 
 void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, bool zero)

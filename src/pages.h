@@ -1,5 +1,5 @@
 /*
- * pages.h - the page layer: 4 MiB arenas with their slab descriptor table
+ * pages.h - the page layer: 64 MiB arenas with their slab descriptor table
  * ("struct slab", one per page), the buddy page allocator, the chunk map,
  * large allocations.  Address -> descriptor -> cache in constant time.
  * Knows nothing of any back-end: a cache is an opaque owner here.
@@ -13,7 +13,7 @@ struct kmem_cache;
 
 /* ---- the slab descriptor ("struct slab") ------------------------------- */
 /*
- * One descriptor per 4 KiB page, in a table at the start of each 4 MiB
+ * One descriptor per 4 KiB page, in a table at the start of each 64 MiB
  * arena, like the kernel's struct page array.  The head page's descriptor
  * describes the slab; the others only carry pg_order so that any address
  * finds its head in constant time.
@@ -222,8 +222,6 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *owner);
 void pages_publish(struct slab *head);
 void pages_free(struct slab *head, unsigned order);
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg);
-/* Every live slab of s, linked by ->next (for destroy: nothing else may use s). */
-struct slab *pages_take_slabs(struct kmem_cache *s);
 
 /* Large blocks: n pages (a class size, 1..1024) from the buddy, aligned to
  * 2^max(pages_order(n), align_order) pages, through pcp (may be NULL).

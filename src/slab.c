@@ -554,9 +554,7 @@ static long slab_destroy_all(struct kmem_cache *s)
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
     sc->shared_avail = 0;
     sc->free_objects = 0;
-    /* no slab: skip the walk over every page */
-    struct slab *all = atomic_load_explicit(&s->nr_slabs, memory_order_relaxed)
-                           ? pages_take_slabs(s) : NULL;
+    struct slab *all = kslab_take_slabs(s);
     long n = 0;
     for (struct slab *d = all; d; d = d->next)
         n++;

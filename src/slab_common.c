@@ -208,6 +208,21 @@ struct kmem_cache *kslab_cache_by_id(unsigned id)
 
 /* ---- helpers the back-ends share ------------------------------------------------ */
 
+static void take_slab(struct slab *slab, void *arg)
+{
+    struct slab **list = arg;
+    slab->next = *list;
+    *list = slab;
+}
+
+struct slab *kslab_take_slabs(struct kmem_cache *s)
+{
+    struct slab *list = NULL;
+    if (atomic_load_explicit(&s->nr_slabs, memory_order_relaxed))
+        pages_for_each_slab(s, take_slab, &list);
+    return list;
+}
+
 void kslab_discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab)
 {
     atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);

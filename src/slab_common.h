@@ -55,7 +55,7 @@ enum stat_item {
     FREE_FROZEN,         /* SLUB: slow free to a slab some thread owns (frozen) */
     FREE_ADD_PARTIAL,    /* SLUB: slow free moved a full slab onto the cache's partial list */
     FREE_REMOVE_PARTIAL, /* SLUB: slow free emptied a slab and took it off the partial list */
-    ALLOC_FROM_PARTIAL,  /* SLUB: cpu slab taken from the cache's partial list */
+    ALLOC_FROM_PARTIAL,  /* SLUB: cpu slab (in slow start: one object) taken from the cache's partial list */
     ALLOC_SLAB,          /* all: new slab (SLOB: new page) from the page layer */
     ALLOC_REFILL,        /* SLUB: cpu freelist refilled from remote frees to the cpu slab */
     FREE_SLAB,           /* all: slab (page) given back to the page layer */
@@ -362,6 +362,10 @@ static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void
     return kslab_slab_of(want, s, x, fn);
 }
 
+/* Every live slab of s, linked by ->next (for destroy: nothing else may
+ * use s).  A cache without slabs answers without the walk over every page
+ * (programs that make and destroy many caches, most never used). */
+struct slab *kslab_take_slabs(struct kmem_cache *s);
 /* A slab leaves its cache: gauges, FREE_SLAB, pages back to the page layer.
  * cc: the calling thread's entry for s, or NULL. */
 void kslab_discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab);

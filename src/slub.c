@@ -206,8 +206,8 @@ int slub_cache_init(struct kmem_cache *s)
         lg++;
     slub_c(s)->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
     if (big_malloc)
-        slub_c(s)->min_partial = order >= 8 ? 1 : (256u >> order) < slub_c(s)->min_partial
-                                                       ? 256u >> order : slub_c(s)->min_partial;
+        slub_c(s)->min_partial = (256u >> order) < slub_c(s)->min_partial   /* order <= 8 */
+                                     ? 256u >> order : slub_c(s)->min_partial;
     /* cpu partial limit as set_cpu_partial(), converted from objects to slabs. */
     unsigned nr_objects = s->size >= PAGE_SIZE ? 6 : s->size >= 1024 ? 24 : s->size >= 256 ? 52 : 120;
     slub_c(s)->cpu_partial_slabs = (nr_objects * 2 + s->objects - 1) / s->objects;
@@ -930,11 +930,7 @@ long slub_destroy(struct kmem_cache *s)
     barn_drain(s, false);           /* its objects go with their slabs */
     s->partial = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
-    /* no slab: skip the walk over every page (programs that make and
-     * destroy many caches, most never used) */
-    if (!atomic_load_explicit(&s->nr_slabs, memory_order_relaxed))
-        return 0;
-    for (struct slab *d = pages_take_slabs(s), *next; d; d = next, n++) {
+    for (struct slab *d = kslab_take_slabs(s), *next; d; d = next, n++) {
         next = d->next;
         kslab_discard_slab(s, NULL, d);
     }
