@@ -190,6 +190,9 @@ KSLAB_API void kslab_test_fail_map(int n);
 KSLAB_API void kslab_test_fail_unmap(int n);   /* munmap and madvise, the same way */
 /* Name of the back-end in use ("slub"). */
 KSLAB_API const char *kslab_allocator_name(void);
+/* Where the fast paths' caches live: "percpu" (rseq per-CPU sheaves, the
+ * default where available) or "thread" (per-thread; KSLAB_PERCPU=0). */
+KSLAB_API const char *kslab_cpu_mode(void);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,61 @@
  */
 #define _GNU_SOURCE
 #include "slub.h"
+#include "percpu.h"
+
+/*
+ * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
+ * current CPU's sheaf in a restartable sequence, after validating a freed
+ * pointer (kslab_slab_find: the slab is a live slab of s, x an object
+ * start).  Per-thread (slub.h): the thread's cpu freelist.  The mode is
+ * one predictable branch on a global set once at start-up.
+ */
+static inline void *fast_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    if (likely(kslab_percpu)) {
+        void *x = pcpu_pop(s);
+        if (unlikely(!x))
+            return kslab_alloc_slow(s, gfp, kmalloc_size);
+        if (unlikely(gfp & __GFP_ZERO))
+            memset(x, 0, s->object_size);
+        return x;
+    }
+    return slub_alloc(s, gfp, kmalloc_size);
+}
+
+/* x is in an arena (and at or above KSLAB_MIN_OBJECT). */
+static inline bool fast_free(struct kmem_cache *s, void *x)
+{
+    if (likely(kslab_percpu)) {
+        /* x already the head of its slab's freelist (SLUB), or the free
+         * object hosting its index array (SLAB): freed twice */
+        struct slab *slab = kslab_slab_find(s, x);
+        return slab && slab_freelist(slab) != x && pcpu_push(s, x);
+    }
+    return slub_free_fast(s, x);
+}
+
+/* Everything the inline paths did not take, to the cpu layer (per-CPU
+ * mode, back-ends with per-CPU sheaves) or the back-end. */
+static void *backend_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    if (kslab_percpu && s->pcpu_cap)
+        return kslab_pcpu_alloc(s, gfp);
+    return kslab_be->alloc(s, gfp, kmalloc_size);
+}
+
+static void backend_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
+{
+    if (kslab_percpu && s->pcpu_cap) {
+        if (slab_freelist(kslab_slab_of(want, s, x, fn)) == x)
+            kslab_double_free(s, x);
+        kslab_pcpu_free(s, x);
+        return;
+    }
+    if (slub_sheaf_push(s, x))      /* checks that x is an object of s */
+        return;
+    kslab_be->free(want, s, x, fn);
+}
 
 /* kmalloc classes: index -> size; the kernel's kmalloc-96 and -192 included. */
 const uint32_t kmalloc_sizes[KMALLOC_CLASSES] = {
@@ -91,7 +146,7 @@ struct kmem_cache *kslab_kmalloc_cache(size_t size)
 static cold_fn void *alloc_nofail(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     for (;;) {
-        void *p = kslab_be->alloc(s, gfp, kmalloc_size);
+        void *p = backend_alloc(s, gfp, kmalloc_size);
         if (p)
             return p;
         prim_yield();
@@ -103,7 +158,7 @@ static cold_fn void *alloc_nofail(struct kmem_cache *s, gfp_t gfp, size_t kmallo
  * allocation of the other back-ends (cold would optimise it for size). */
 noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
-    void *x = slub_sheaf_pop(s);    /* a dead cache's sheaves were emptied by destroy */
+    void *x = kslab_percpu ? NULL : slub_sheaf_pop(s);  /* a dead cache's: emptied */
     if (x) {
         if (unlikely(gfp & __GFP_ZERO))
             memset(x, 0, s->object_size);
@@ -114,12 +169,12 @@ noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_
         kslab_check_cache("kmem_cache_alloc", s);
     if (unlikely(gfp & __GFP_NOFAIL))
         return alloc_nofail(s, gfp, kmalloc_size);
-    return kslab_be->alloc(s, gfp, kmalloc_size);
+    return backend_alloc(s, gfp, kmalloc_size);
 }
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
 {
-    return slub_alloc(s, flags, 0);
+    return fast_alloc(s, flags, 0);
 }
 
 /* Everything but "x is in the thread's cpu slab of s" (the inline test):
@@ -131,16 +186,12 @@ static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x)
         kslab_check_cache("kmem_cache_free", s);
     if (unlikely(!in_arena(x)))
         kslab_bad_free("kmem_cache_free", s, x);
-    if (slub_sheaf_push(s, x))     /* checks that x is an object of s */
-        return;
-    kslab_be->free(s, s, x, "kmem_cache_free");
+    backend_free(s, s, x, "kmem_cache_free");
 }
 
 static noinline void kfree_to_backend(struct kmem_cache *s, const void *x)
 {
-    if (slub_sheaf_push(s, (void *)x))
-        return;
-    kslab_be->free(NULL, s, (void *)x, "kfree");
+    backend_free(NULL, s, (void *)x, "kfree");
 }
 
 void kmem_cache_free(struct kmem_cache *s, void *x)
@@ -152,7 +203,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
             kmem_cache_free_slow(s, x);
         return;
     }
-    if (likely(slub_free_fast(s, x)))
+    if (likely(kslab_percpu ? in_arena(x) && fast_free(s, x) : slub_free_fast(s, x)))
         return;
     kmem_cache_free_slow(s, x);
 }
@@ -200,7 +251,7 @@ static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
 void *kmalloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE))
-        return slub_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
+        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
     if (size == 0)
         return ZERO_SIZE_PTR;
     return kmalloc_large(size, flags);
@@ -222,7 +273,7 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
         }
     }
     if (size == 0)
-        return slub_alloc(kslab_malloc_caches[0], flags, 16);
+        return fast_alloc(kslab_malloc_caches[0], flags, 16);
     return kmalloc_large(size, flags | KSLAB_GFP_MALLOC);
 }
 
@@ -230,7 +281,7 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 void *kslab_malloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < MALLOC_MAX_CACHE_SIZE))
-        return slub_alloc(kslab_malloc_caches[malloc_index(size)], flags, size);
+        return fast_alloc(kslab_malloc_caches[malloc_index(size)], flags, size);
     return kslab_malloc_large(size, flags);
 }
 
@@ -238,12 +289,14 @@ void *kslab_malloc(size_t size, gfp_t flags)
 
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
 {
-    size_t done = slub_alloc_bulk_fast(s, size, p);
+    size_t done = kslab_percpu ? 0 : slub_alloc_bulk_fast(s, size, p);
     if (likely(done == size && !(gfp & __GFP_ZERO)))
         return (int)size;       /* size == 0 returns 0 here */
     kslab_ensure_init();
     if (unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_alloc_bulk", s);
+    if (kslab_percpu && s->pcpu_cap)
+        return kslab_pcpu_alloc_bulk(s, gfp, size, p);
     return kslab_be->alloc_bulk(s, gfp, size, done, p);
 }
 
@@ -270,7 +323,7 @@ void kslab_free_bulk_each(struct kmem_cache *want, size_t size, void **p)
         if (!want && (!in_arena(x) || !addr_desc((uintptr_t)x)->cache))
             kslab_free_nonslab(x, fn);
         else
-            kslab_be->free(want, want ? want : kslab_page_cache(NULL, x, fn), x, fn);
+            backend_free(want, want ? want : kslab_page_cache(NULL, x, fn), x, fn);
     }
 }
 
@@ -338,7 +391,7 @@ void kfree(const void *x)
         kfree_nocache(x, d);        /* a large block, or a bad pointer */
         return;
     }
-    if (likely(slub_free_fast(s, (void *)x)))
+    if (likely(fast_free(s, (void *)x)))
         return;
     kfree_to_backend(s, x);
 }

@@ -41,6 +41,13 @@ uint64_t prim_now_ns(void);                     /* CLOCK_MONOTONIC */
 void prim_write_stderr(const char *s, size_t n);
 _Noreturn void prim_abort(void);
 void prim_yield(void);                          /* sched_yield */
+/* rseq (the per-CPU mode): the offset of the thread's struct rseq from the
+ * thread pointer (-1: no rseq for this process), the number of possible
+ * CPUs, and the membarrier fence that aborts critical sections on a CPU. */
+long prim_rseq_offset(void);
+unsigned prim_possible_cpus(void);
+bool prim_rseq_fence_init(void);
+void prim_rseq_fence(unsigned cpu);
 /* Thread exit: fn(arg) runs when a thread that called prim_thread_set(arg)
  * exits (a pthread key destructor).  Registered once. */
 int prim_thread_exit_hook(void (*fn)(void *));

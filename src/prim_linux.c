@@ -14,7 +14,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -174,6 +177,73 @@ void prim_thread_set(void *arg)
 void prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
 {
     pthread_atfork(prepare, parent, child);
+}
+
+/* ---- rseq (the per-CPU mode) -------------------------------------------- */
+
+/* glibc 2.35+ registers a struct rseq for every thread and exports where it
+ * is.  Weak: with an older glibc the symbols are absent (address NULL). */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+long prim_rseq_offset(void)
+{
+    /* 16 bytes: cpu_id_start, cpu_id and rseq_cs, all the per-CPU mode uses.
+     * __rseq_size is 0 when registration failed (valgrind, which has no
+     * rseq; glibc.pthread.rseq=0).  The calling thread must also have a CPU
+     * number: cpu_id is -1 or -2 when it is not registered. */
+    if (!&__rseq_offset || !&__rseq_size || __rseq_size < 16)
+        return -1;
+    uintptr_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    int cpu = *(volatile int *)(tp + (uintptr_t)__rseq_offset + 4);
+    return cpu >= 0 ? (long)__rseq_offset : -1;
+}
+
+/* Highest possible CPU number + 1 ("possible" covers hot-plug), from
+ * /sys/devices/system/cpu/possible ("0-127", "0,2-3"); read without malloc. */
+unsigned prim_possible_cpus(void)
+{
+    char buf[256];
+    int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned max = 0, v = 0;
+    bool digits = false;
+    for (ssize_t i = 0; i < n; i++) {
+        if (buf[i] >= '0' && buf[i] <= '9') {
+            v = v * 10 + (unsigned)(buf[i] - '0');
+            digits = true;
+        } else {
+            if (digits && v > max)
+                max = v;
+            v = 0;
+            digits = false;
+        }
+    }
+    if (digits && v > max)
+        max = v;
+    return n > 0 ? max + 1 : prim_ncpus();
+}
+
+/* membarrier(PRIVATE_EXPEDITED_RSEQ): after prim_rseq_fence(cpu) returns,
+ * every rseq critical section that was running on cpu has completed or been
+ * aborted (it restarts and sees what was stored before the fence), and the
+ * fence is a full barrier there.  Registration is per process (again in a
+ * fork child). */
+bool prim_rseq_fence_init(void)
+{
+    return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
+}
+
+void prim_rseq_fence(unsigned cpu)
+{
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
+                MEMBARRIER_CMD_FLAG_CPU, (int)cpu) != 0 &&
+        syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)
+        kslab_report("membarrier(PRIVATE_EXPEDITED_RSEQ) failed: per-CPU sheaves cannot be "
+                     "drained safely");
 }
 
 _Noreturn void prim_abort(void)

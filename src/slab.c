@@ -41,6 +41,7 @@
  * off-slab arrays without creating thread state (free_offslab).
  */
 #include "slab.h"
+#include "percpu.h"
 
 enum { OBJFREELIST = 0, OFF_SLAB = 1, ON_SLAB = 2 };
 enum { LIST_FULL = 0, LIST_PARTIAL = 1, LIST_FREE = 2 };
@@ -137,10 +138,20 @@ static int slab_cache_init(struct kmem_cache *s)
             return -1;
     }
     sc->free_limit = (1 + prim_ncpus()) * sc->batchcount + s->objects;
+    /* the per-CPU mode's array caches: per CPU instead of per thread */
+    s->pcpu_cap = sc->limit < PCPU_CAP_MAX ? sc->limit : PCPU_CAP_MAX;
     return 0;
 }
 
 /* ---- the index array --------------------------------------------------------- */
+
+/* slab->freelist is the index array (OBJFREELIST: the free object that hosts
+ * it).  Written under list_lock; the per-CPU free path reads it without the
+ * lock (relaxed) to catch a free of the hosting, free, object. */
+static inline void set_slab_freelist(struct slab *slab, void *a)
+{
+    __atomic_store_n(&slab->freelist, a, __ATOMIC_RELAXED);
+}
 
 static inline unsigned idx_get(const struct kmem_cache *s, const struct slab *slab, unsigned i)
 {
@@ -172,7 +183,7 @@ static void *slab_get_obj(struct kmem_cache *s, struct slab *slab)
     void *obj = slab_mem(slab) + (size_t)idx_get(s, slab, active) * s->size;
     slab->counters.inuse = active + 1;
     if (slab_c(s)->placement == OBJFREELIST && active + 1 == s->objects)
-        slab->freelist = NULL;         /* the array's host object was the last one */
+        set_slab_freelist(slab, NULL); /* the array's host object was the last one */
     return obj;
 }
 
@@ -184,7 +195,7 @@ static void slab_put_obj(struct kmem_cache *s, struct slab *slab, void *obj)
         kslab_double_free(s, obj);
     unsigned idx = (unsigned)(((char *)obj - slab_mem(slab)) / s->size);
     if (slab_c(s)->placement == OBJFREELIST && !slab->freelist)
-        slab->freelist = obj;          /* a full slab: the freed object hosts the array */
+        set_slab_freelist(slab, obj);  /* a full slab: the freed object hosts the array */
     for (unsigned i = active; i < s->objects; i++)  /* freed twice (not at the array top)? */
         if (unlikely(idx_get(s, slab, i) == idx))
             kslab_double_free(s, obj);
@@ -266,11 +277,11 @@ static bool cache_grow(struct kmem_cache *s)
         for (unsigned i = 0; i < s->objects; i++)
             s->ctor(mem + (size_t)i * s->size);
     if (sc->placement == OFF_SLAB)
-        slab->freelist = offslab;
+        set_slab_freelist(slab, offslab);
     else if (sc->placement == ON_SLAB)
-        slab->freelist = base + (PAGE_SIZE << s->order) - (size_t)s->objects * sc->idx_size;
+        set_slab_freelist(slab, base + (PAGE_SIZE << s->order) - (size_t)s->objects * sc->idx_size);
     else                               /* hosted by the last object, allocated last */
-        slab->freelist = mem + (size_t)(s->objects - 1) * s->size;
+        set_slab_freelist(slab, mem + (size_t)(s->objects - 1) * s->size);
     slab->counters.word = 0;
     slab->counters.objects = (uint16_t)s->objects;
     slab->counters.order = (uint8_t)s->order;
@@ -360,38 +371,44 @@ static struct slab *maybe_reap(struct kmem_cache *s)
 
 /* ---- allocation ------------------------------------------------------------------ */
 
-/* cache_alloc_refill(): fill the array cache with up to batchcount objects. */
-static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
+/* cache_alloc_refill(): up to want objects into p (an empty array cache,
+ * or the per-CPU mode's buffer); how many (0: the cache cannot grow). */
+static unsigned slab_refill(struct kmem_cache *s, void **p, unsigned want)
 {
     struct slab_cache *sc = slab_c(s);
-    unsigned batch = sc->batchcount;
+    unsigned got = 0;
     for (;;) {                         /* until we get objects or cannot grow */
         kslab_lock(&s->list_lock);
         struct slab *reap = maybe_reap(s);
         if (sc->shared_avail) {          /* the shared array first */
-            unsigned n = sc->shared_avail < batch ? sc->shared_avail : batch;
+            unsigned n = sc->shared_avail < want ? sc->shared_avail : want;
             sc->shared_avail -= n;
-            memcpy(ac->sheaf + ac->sheaf_count, sc->shared_array + sc->shared_avail,
-                   n * sizeof(void *));
-            ac->sheaf_count += n;
+            memcpy(p, sc->shared_array + sc->shared_avail, n * sizeof(void *));
+            got = n;
         }
-        while (ac->sheaf_count < batch) {
+        while (got < want) {
             struct slab *slab = s->partial ? s->partial : sc->slabs_free;
             if (!slab)
                 break;
-            while (slab->counters.inuse < s->objects && ac->sheaf_count < batch) {
-                ac->sheaf[ac->sheaf_count++] = slab_get_obj(s, slab);
+            while (slab->counters.inuse < s->objects && got < want) {
+                p[got++] = slab_get_obj(s, slab);
                 sc->free_objects--;
             }
             list_fix(s, slab);
         }
         kslab_unlock(&s->list_lock);
         destroy_list(s, reap);
-        if (ac->sheaf_count)
-            return true;
+        if (got)
+            return got;
         if (!cache_grow(s))
-            return false;
+            return 0;
     }
+}
+
+static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
+{
+    ac->sheaf_count = slab_refill(s, ac->sheaf, slab_c(s)->batchcount);
+    return ac->sheaf_count != 0;
 }
 
 /* An object straight from the slabs, for a thread without state (its state
@@ -441,22 +458,22 @@ static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 
 /* ---- free ---------------------------------------------------------------------------- */
 
-/* cache_flusharray(): the oldest batchcount objects go to the shared array if
- * it has room, else back to their slabs. */
-static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
+/* Objects back from an array cache: to the shared array if it has room
+ * (some = true: as many as fit, else only if all n fit), otherwise all n
+ * back to their slabs (free_block).  Returns how many were taken. */
+static unsigned slab_give_back(struct kmem_cache *s, void *const *objs, unsigned n, bool some)
 {
     struct slab_cache *sc = slab_c(s);
-    unsigned batch = sc->batchcount < ac->sheaf_count ? sc->batchcount : ac->sheaf_count;
     kslab_lock(&s->list_lock);
     struct slab *reap = maybe_reap(s);
     unsigned room = sc->shared_limit - sc->shared_avail;
-    if (room) {
-        unsigned n = room < batch ? room : batch;
-        memcpy(sc->shared_array + sc->shared_avail, ac->sheaf, n * sizeof(void *));
+    if (room >= n || (some && room)) {
+        if (n > room)
+            n = room;
+        memcpy(sc->shared_array + sc->shared_avail, objs, n * sizeof(void *));
         sc->shared_avail += n;
-        batch = n;
     } else {
-        free_block(s, ac->sheaf, batch);
+        free_block(s, (void **)objs, n);
         struct slab *more = trim_free_slabs(s, sc->free_limit);
         while (more) {
             struct slab *m = more;
@@ -466,19 +483,51 @@ static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *a
         }
     }
     kslab_unlock(&s->list_lock);
-    memmove(ac->sheaf, ac->sheaf + batch, (ac->sheaf_count - batch) * sizeof(void *));
-    ac->sheaf_count -= batch;
     destroy_list(s, reap);
+    return n;
 }
 
-/* x straight back into its slab, bypassing the array cache. */
-static void free_to_slab(struct kmem_cache *s, void *x)
+/* cache_flusharray(): the oldest batchcount objects go to the shared array
+ * (as many as it has room for), or back to their slabs. */
+static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac)
+{
+    struct slab_cache *sc = slab_c(s);
+    unsigned batch = sc->batchcount < ac->sheaf_count ? sc->batchcount : ac->sheaf_count;
+    batch = slab_give_back(s, ac->sheaf, batch, true);
+    memmove(ac->sheaf, ac->sheaf + batch, (ac->sheaf_count - batch) * sizeof(void *));
+    ac->sheaf_count -= batch;
+}
+
+/* The per-CPU mode's refill and drain: per-CPU array caches in front of
+ * the same shared array and lists (no thread state). */
+static unsigned slab_cpu_refill(struct kmem_cache *s, void **p, unsigned want, unsigned max)
+{
+    return slab_refill(s, p, want);
+}
+
+static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned n);
+static void slab_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whole)
+{
+    if (whole)
+        slab_give_back(s, p, n, false);   /* a full per-CPU array cache */
+    else
+        free_to_slabs(s, p, n);           /* one object, or a shrink */
+}
+
+/* Objects straight back into their slabs, bypassing the array caches
+ * (slab_put_obj catches an object freed twice). */
+static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned n)
 {
     kslab_lock(&s->list_lock);
-    free_block(s, &x, 1);
+    free_block(s, objs, n);
     struct slab *reap = trim_free_slabs(s, slab_c(s)->free_limit);
     kslab_unlock(&s->list_lock);
     destroy_list(s, reap);
+}
+
+static void free_to_slab(struct kmem_cache *s, void *x)
+{
+    free_to_slabs(s, &x, 1);
     stat_add(s, NULL, FREE_SLOWPATH, 1);
 }
 
@@ -586,4 +635,6 @@ const struct kslab_backend slab_backend = {
     .shrink = slab_shrink,
     .destroy = slab_destroy_all,
     .tunables = slab_tunables,
+    .cpu_refill = slab_cpu_refill,
+    .cpu_drain = slab_cpu_drain,
 };

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "slab_common.h"
+#include "percpu.h"
 
 #include <stdio.h>
 
@@ -108,6 +109,7 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
                        slab_flags_t flags, void (*ctor)(void *), int id, bool kmalloc)
 {
     memset(s, 0, sizeof *s);
+    s->pcpu = pcpu_none;            /* per-CPU sheaves come after slow start */
     s->is_kmalloc = kmalloc;        /* before cache_init: it may pick the geometry by it */
     snprintf(s->name, sizeof s->name, "%s", name);
     s->object_size = size;
@@ -141,6 +143,7 @@ void kslab_init(void)
         return;
     }
     read_options();
+    kslab_percpu_init();            /* the mode, once, before any cache is used */
     pages_init();
     kslab_threads_init();
     kslab_lock(&cache_lock);
@@ -340,6 +343,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
         if (live)
             kslab_warn("kmem_cache_destroy %s: Slab cache still has objects (%llu)", s->name,
                        (unsigned long long)live);
+        kslab_pcpu_destroy(s);      /* the sheaves' objects go with the slabs */
         kslab_be->destroy(s);
         atomic_store_explicit(&caches_by_id[s->id], NULL, memory_order_relaxed);
         /* last: the steps above may count events in the threads' entries,
@@ -360,6 +364,7 @@ int kmem_cache_shrink(struct kmem_cache *s)
     if (!s)
         return 0;
     kslab_check_cache("kmem_cache_shrink", s);
+    kslab_pcpu_drain(s);            /* every CPU's sheaf, as the kernel flushes them */
     return kslab_be->shrink(s);
 }
 
@@ -393,8 +398,10 @@ size_t kslab_trim(void)
     if (t)
         pages_pcp_drain(&t->pcp);
     kslab_lock(&cache_lock);
-    for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
+    for (struct kmem_cache *s = cache_list; s; s = s->next_cache) {
+        kslab_pcpu_drain(s);
         kslab_be->shrink(s);
+    }
     kslab_unlock(&cache_lock);
     pages_release_all();
     kslab_memory(&b);

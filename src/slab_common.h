@@ -80,6 +80,7 @@ _Static_assert(NR_STATS == KSLAB_NR_EVENT_STATS, "stats enum and struct agree");
  * each assert that theirs fits). */
 #define KSLAB_CACHE_PRIV 128
 
+struct pcpu_sheaf;
 struct kmem_cache {
     /* ---- read by the fast paths and by pointer validation ---- */
     uint32_t id;               /* index into every thread's cpu arrays */
@@ -90,14 +91,19 @@ struct kmem_cache {
     uint64_t inv;              /* inverse of size's odd part mod 2^64 (see obj_index) */
     uint32_t shift;            /* ctz(size) */
     uint32_t objects;          /* objects per slab (0: SLOB, whose blocks vary) */
-    uint16_t order;            /* slab = 2^order pages */
+    uint8_t order;             /* slab = 2^order pages */
+    uint8_t pcpu_cap;          /* objects a per-CPU sheaf holds (0: no per-CPU sheaves) */
     uint16_t sheaf_cap;        /* SLUB: objects a thread's sheaf holds (0: other back-ends) */
     slab_flags_t flags;
     uint32_t align;
     /* CACHE_LIVE; CACHE_DEAD after destroy (kept until the slot is reused:
      * kmem_cache objects are type-safe).  Checked on every slow path, so it
-     * sits in the hole before ctor, on the line the fast paths already read. */
+     * sits on the line the fast paths already read. */
     uint32_t magic;
+    /* Per-CPU mode (percpu.h): one sheaf per possible CPU, or pcpu_none
+     * (release store when created, under kslab_pcpu_lock) */
+    struct pcpu_sheaf *pcpu;
+    _Atomic uint32_t pcpu_uses;   /* slow-start allocations before the sheaves */
     void (*ctor)(void *);
 
     /* ---- the per-cache ("node") slab list: SLUB, slob-seg and SLAB ---- */
@@ -300,6 +306,14 @@ struct kslab_backend {
     void (*tunables)(struct kmem_cache *s, unsigned out[4]);
     /* fork: take / release / reset the back-end's own global locks (optional) */
     void (*atfork)(int phase);                  /* 0 prepare, 1 parent, 2 child */
+    /* The per-CPU mode's refill and drain (for back-ends with pcpu_cap):
+     * objects to and from the cache's shared structures, never touching
+     * per-thread state.  cpu_refill gives up to `want` objects, or a whole
+     * shared sheaf of up to `max` (0: out of memory); cpu_drain takes n
+     * validated objects back (whole: a full sheaf, which may be kept
+     * whole for another CPU). */
+    unsigned (*cpu_refill)(struct kmem_cache *s, void **p, unsigned want, unsigned max);
+    void (*cpu_drain)(struct kmem_cache *s, void **p, unsigned n, bool whole);
     /* kmalloc with an alignment no size class gives (optional: SLOB) */
     void *(*kmalloc_aligned)(size_t size, size_t align, gfp_t gfp);
 };

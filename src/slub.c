@@ -71,6 +71,7 @@
  *   slub_shrink, slub_destroy (shared with slob-seg)
  */
 #include "slub.h"
+#include "percpu.h"
 
 
 /* ---- the double-word compare-and-swap ------------------------------------ */
@@ -223,6 +224,7 @@ static int slub_cache_init_sheaves(struct kmem_cache *s)
     if (slub_cache_init(s))
         return -1;
     s->sheaf_cap = s->size <= 256 ? 64 : s->size <= 1024 ? 32 : s->size <= 4096 ? 16 : 8;
+    s->pcpu_cap = s->sheaf_cap < PCPU_CAP_MAX ? s->sheaf_cap : PCPU_CAP_MAX;
     return 0;
 }
 
@@ -517,46 +519,62 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
 static struct slab *unfreeze_locked(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
                                     struct slab *slab, void *head, void *tail, unsigned cnt);
 static bool barn_get(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc);
-static void *alloc_single(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+/* Up to `want` objects from the cache's partial slabs (a new slab if there
+ * is none), one slab's objects at a time, under list_lock: slow start, and
+ * the per-CPU mode's refill.  Returns how many (0: out of memory). */
+static unsigned alloc_from_partial(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                                   void **p, unsigned want)
 {
     for (;;) {
         kslab_lock(&s->list_lock);
         struct slab *slab = s->partial;        /* partial slabs always have a free object */
         if (slab) {
-            void *obj;
+            void *obj, *next;
+            unsigned k;
             union slab_counters old, new;
             do {    /* frees push concurrently without the lock; only we pop */
                 /* acquire: pairs with the freer's release (its compare-and-
-                 * swap), so obj's free pointer, read next, is the one it
-                 * wrote; nobody else pops obj, so it stays put */
+                 * swap), so the free pointers read next are the ones it
+                 * wrote; nobody else pops them, so they stay put */
                 obj = __atomic_load_n(&slab->freelist, __ATOMIC_ACQUIRE);
                 old = slab_counters(slab);
                 new = old;
-                new.inuse++;
+                next = obj;
+                for (k = 0; k < want && next && new.inuse < new.objects; k++) {
+                    p[k] = next;
+                    next = get_freepointer(s, next);
+                    new.inuse++;
+                }
                 /* Taking the last object freezes the slab in the same step:
                  * a freer that saw it full and unfrozen would freeze it onto
                  * its own partial list while it is still on the cache's.
                  * Frozen, frees only push; it leaves the list and is
                  * unfrozen below, still under list_lock. */
                 new.frozen = new.inuse == new.objects;
-            } while (!cmpxchg_double_slab(slab, obj, old.word, get_freepointer(s, obj), new.word));
+            } while (!k || !cmpxchg_double_slab(slab, obj, old.word, next, new.word));
             if (new.frozen) {
                 remove_partial(s, slab);
                 unfreeze_locked(s, cc, slab, NULL, NULL, 0);   /* full, or partial again */
             }
             kslab_unlock(&s->list_lock);
             stat_add(s, cc, ALLOC_FROM_PARTIAL, 1);
-            return obj;
+            return k;
         }
         kslab_unlock(&s->list_lock);
         slab = slub_new_slab(s, NEW_SLAB_FREE);
         if (!slab)
-            return NULL;
+            return 0;
         stat_add(s, cc, ALLOC_SLAB, 1);
         kslab_lock(&s->list_lock);
         add_partial(s, slab);
         kslab_unlock(&s->list_lock);
     }
+}
+
+static void *alloc_single(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+{
+    void *obj;
+    return alloc_from_partial(s, cc, &obj, 1) ? obj : NULL;
 }
 
 /* The contract's alloc entry (kmalloc_size: SLUB's classes need no more). */
@@ -695,9 +713,9 @@ static void barn_sheaf_free(struct barn_sheaf *b)
 }
 _Static_assert(sizeof(struct barn_sheaf) <= PAGE_SIZE, "a barn sheaf fits a page");
 
-/* The thread's full sheaf into the barn (list_lock held); false if the barn
- * is full or has no empty sheaf to give (b: a new empty one, or NULL). */
-static bool barn_put_locked(struct slub_cache *sc, struct kmem_cache_cpu_cold *cc,
+/* n objects (a full sheaf) into the barn (list_lock held); false if the
+ * barn is full or has no empty sheaf to give (b: a new empty one, or NULL). */
+static bool barn_put_locked(struct slub_cache *sc, void *const *objs, unsigned n,
                             struct barn_sheaf *b)
 {
     if (sc->nr_full >= BARN_MAX)
@@ -708,72 +726,83 @@ static bool barn_put_locked(struct slub_cache *sc, struct kmem_cache_cpu_cold *c
         sc->barn_empty = b->next;
         sc->nr_empty--;
     }
-    memcpy(b->objs, cc->sheaf, cc->sheaf_count * sizeof(void *));
-    b->count = cc->sheaf_count;
+    memcpy(b->objs, objs, n * sizeof(void *));
+    b->count = n;
     b->next = sc->barn_full;
     sc->barn_full = b;
     __atomic_store_n(&sc->nr_full, sc->nr_full + 1, __ATOMIC_RELAXED);
-    cc->sheaf_count = 0;
     return true;
 }
 
-static noinline bool barn_put(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+/* A full sheaf of n objects into the barn, in exchange for an empty one;
+ * false if the barn is full (cc: the caller's entry for the count, or NULL). */
+static noinline bool barn_put(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                              void *const *objs, unsigned n)
 {
     struct slub_cache *sc = slub_c(s);
     kslab_lock(&s->list_lock);
-    bool ok = barn_put_locked(sc, cc, NULL);
+    bool ok = barn_put_locked(sc, objs, n, NULL);
     bool room = sc->nr_full < BARN_MAX;
     kslab_unlock(&s->list_lock);
-    if (ok)
-        counter_inc(&cc->stat[BARN_PUT], 1);
-    if (ok || !room)
-        return ok;
-    struct barn_sheaf *b = barn_sheaf_new();     /* no empty sheaf yet: make one */
-    if (!b)
-        return false;
-    kslab_lock(&s->list_lock);
-    ok = barn_put_locked(sc, cc, b);
-    if (!ok && sc->nr_empty < BARN_MAX) {
-        b->next = sc->barn_empty;
-        sc->barn_empty = b;
-        sc->nr_empty++;
-        b = NULL;
+    if (!ok && room) {
+        struct barn_sheaf *b = barn_sheaf_new();     /* no empty sheaf yet: make one */
+        if (!b)
+            return false;
+        kslab_lock(&s->list_lock);
+        ok = barn_put_locked(sc, objs, n, b);
+        if (!ok && sc->nr_empty < BARN_MAX) {
+            b->next = sc->barn_empty;
+            sc->barn_empty = b;
+            sc->nr_empty++;
+            b = NULL;
+        }
+        kslab_unlock(&s->list_lock);
+        if (!ok && b)
+            barn_sheaf_free(b);
     }
-    kslab_unlock(&s->list_lock);
-    if (!ok && b)
-        barn_sheaf_free(b);
     if (ok)
-        counter_inc(&cc->stat[BARN_PUT], 1);
+        stat_add(s, cc, BARN_PUT, 1);
     return ok;
 }
 
-/* A full sheaf from the barn into the thread's empty sheaf; false if none. */
-static noinline bool barn_get(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+/* A full sheaf from the barn into objs (room for max); how many objects
+ * (0: none, or the top one holds more than max). */
+static noinline unsigned barn_take(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                                   void **objs, unsigned max)
 {
     struct slub_cache *sc = slub_c(s);
     if (!__atomic_load_n(&sc->nr_full, __ATOMIC_RELAXED))
-        return false;               /* a hint: a wrong answer costs a slab refill */
+        return 0;                   /* a hint: a wrong answer costs a slab refill */
+    unsigned n = 0;
     kslab_lock(&s->list_lock);
     struct barn_sheaf *b = sc->barn_full;
-    if (b) {
+    if (b && b->count <= max) {
         sc->barn_full = b->next;
         __atomic_store_n(&sc->nr_full, sc->nr_full - 1, __ATOMIC_RELAXED);
-        memcpy(cc->sheaf, b->objs, b->count * sizeof(void *));
-        cc->sheaf_count = b->count;
+        n = b->count;
+        memcpy(objs, b->objs, n * sizeof(void *));
         if (sc->nr_empty < BARN_MAX) {
             b->next = sc->barn_empty;
             sc->barn_empty = b;
             sc->nr_empty++;
             b = NULL;
         }
+    } else {
+        b = NULL;
     }
-    bool got = cc->sheaf_count != 0;
     kslab_unlock(&s->list_lock);
     if (b)
         barn_sheaf_free(b);
-    if (got)
-        counter_inc(&cc->stat[BARN_GET], 1);
-    return got;
+    if (n)
+        stat_add(s, cc, BARN_GET, 1);
+    return n;
+}
+
+/* The thread's empty sheaf refilled with a full one from the barn. */
+static bool barn_get(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
+{
+    cc->sheaf_count = barn_take(s, cc, cc->sheaf, SHEAF_MAX);
+    return cc->sheaf_count != 0;
 }
 
 /* Empty the barn (shrink: objects back to their slabs; destroy: objects go
@@ -840,8 +869,12 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
      * either to the sheaf or (bulk free) straight to its slab. */
     if (unlikely(sheaf_top(cc) == x || slab_freelist(slab) == x))
         kslab_double_free(s, x);
-    if (unlikely(cc->sheaf_count >= s->sheaf_cap) && !barn_put(s, cc))
-        sheaf_flush(s, cc, cc->sheaf_count / 2);
+    if (unlikely(cc->sheaf_count >= s->sheaf_cap)) {
+        if (barn_put(s, cc, cc->sheaf, cc->sheaf_count))
+            cc->sheaf_count = 0;
+        else
+            sheaf_flush(s, cc, cc->sheaf_count / 2);
+    }
     sheaf_put(cc, x);
 }
 
@@ -849,6 +882,8 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
  * it freed last), or NULL. */
 static void *slub_sheaf_top(struct kmem_cache *s)
 {
+    if (kslab_percpu)
+        return kslab_pcpu_top(s);
     struct kslab_thread *t = kslab_tls;
     struct kmem_cache_cpu_cold *cc = thread_is_real(t) ? kslab_cold_peek(t, s->id) : NULL;
     return cc ? sheaf_top(cc) : NULL;
@@ -1019,7 +1054,8 @@ fail:
 static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
                                unsigned cnt, bool account)
 {
-    struct kslab_thread *t = kslab_thread_for(s);
+    /* the per-CPU mode keeps no per-thread slabs: straight to the slab */
+    struct kslab_thread *t = kslab_percpu ? NULL : kslab_thread_for(s);
     if (t) {
         struct kmem_cache_cpu *c = &t->cpu[s->id];
         if (base == c->slab_base) {
@@ -1114,6 +1150,25 @@ static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **
     }
 }
 
+/* ---- the per-CPU mode's refill and drain (percpu.c) ------------------------------- */
+
+/* A whole full sheaf from the barn if one fits, else objects of the
+ * partial slabs.  No thread state: cc NULL, events in the cache's totals. */
+static unsigned slub_cpu_refill(struct kmem_cache *s, void **p, unsigned want, unsigned max)
+{
+    unsigned n = max > 1 ? barn_take(s, NULL, p, max) : 0;
+    return n ? n : alloc_from_partial(s, NULL, p, want);
+}
+
+/* A full sheaf to the barn (whole), else every object back to its slab,
+ * grouped by slab (detached freelists). */
+static void slub_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whole)
+{
+    if (whole && barn_put(s, NULL, p, n))
+        return;
+    slub_free_bulk_account(s, n, p, false);   /* counted when they were freed */
+}
+
 /* ---- the contract's entries ---------------------------------------------------- */
 
 /* Everything the inline fast path did not take: validate, then the sheaf or
@@ -1140,4 +1195,6 @@ const struct kslab_backend slub_backend = {
     .flush_thread = slub_flush_thread,
     .shrink = slub_shrink,
     .destroy = slub_destroy,
+    .cpu_refill = slub_cpu_refill,
+    .cpu_drain = slub_cpu_drain,
 };

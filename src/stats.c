@@ -3,6 +3,7 @@
  * CONFIG_SLUB_STATS) and the /proc/slabinfo text.
  */
 #include "slab_common.h"
+#include "percpu.h"
 
 #include <stdio.h>
 
@@ -34,6 +35,7 @@ static void cache_events(struct kmem_cache *s, uint64_t ev[NR_STATS])
         ev[i] = atomic_load_explicit(&s->stat_total[i], memory_order_relaxed);
     struct events_walk w = { s->id, ev };
     kslab_for_each_thread(add_thread_events, &w);
+    kslab_pcpu_events(s, ev);       /* the per-CPU sheaves' fast paths */
 }
 
 static uint64_t events_active(const uint64_t ev[NR_STATS])

@@ -15,6 +15,7 @@
  * rule in slab_common.h.
  */
 #include "slab_common.h"
+#include "percpu.h"
 
 __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial-exec"))) =
     (struct kslab_thread *)kslab_no_thread;
@@ -149,6 +150,7 @@ static void atfork_locks(int phase)
     if (phase == 0) {
         kslab_lock(&kslab_cache_lock);
         kslab_lock(&threads_lock);
+        kslab_lock(&kslab_pcpu_lock);
     }
     for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
         kslab_lock_atfork(&s->list_lock, phase);
@@ -156,6 +158,7 @@ static void atfork_locks(int phase)
         kslab_be->atfork(phase);
     pages_atfork(phase);
     if (phase != 0) {
+        kslab_lock_atfork(&kslab_pcpu_lock, phase);
         kslab_lock_atfork(&threads_lock, phase);
         kslab_lock_atfork(&kslab_cache_lock, phase);
     }
@@ -182,6 +185,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
     atfork_locks(2);
+    kslab_percpu_atfork_child();    /* membarrier registration, again */
     struct kslab_thread *self = kslab_tls, *t = threads, *next;
     for (; t; t = next) {
         next = t->next_thread;

@@ -5,6 +5,7 @@
 #include <kslab.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <time.h>
@@ -34,6 +35,12 @@ static inline struct kslab_stats test_stats(struct kmem_cache *s)
     memset(&st, 0, sizeof st);
     kslab_cache_stats(s, &st);
     return st;
+}
+
+/* The per-CPU (rseq) mode, or the per-thread one (KSLAB_PERCPU=0)? */
+static inline int test_percpu(void)
+{
+    return strcmp(kslab_cpu_mode(), "percpu") == 0;
 }
 
 static inline uint64_t test_now_ns(void)

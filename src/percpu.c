@@ -1,0 +1,426 @@
+/*
+ * percpu.c - the cpu layer's per-CPU mode (the design and the rseq rules
+ * are in percpu.h): the choice of mode, the per-CPU sheaf arrays, the slow
+ * paths behind the inline fast paths, bulk allocation, draining (shrink),
+ * and the event counts.
+ *
+ * Misses
+ * ------
+ *   alloc, sheaf empty    the back-end's cpu_refill gives a whole full sheaf
+ *                         from the barn (SLUB) or half a sheaf's worth from
+ *                         the slabs (SLUB, SLAB), pushed in one section;
+ *                         one of them is the allocation.
+ *   free, sheaf full      the whole sheaf is popped in one section and given
+ *                         to cpu_drain: the barn keeps it whole for a CPU
+ *                         that allocates (a pipeline moves whole sheaves),
+ *                         else its objects go back to their slabs.
+ *   draining (cap 0)      straight to or from the slabs, one object.
+ *   slow start            a cache's first PCPU_SLOW_START allocations come
+ *                         one at a time from the slabs; then its sheaves are
+ *                         created.  The 100 000 caches a program may create
+ *                         cost nothing per CPU until they are used.
+ * None of this touches per-thread state: in this mode SLUB and SLAB never
+ * create any (only the page layer's pcp lists are per thread).
+ *
+ * Locks: kslab_pcpu_lock (creation of sheaf arrays, one drainer at a time)
+ * sits between threads_lock and the caches' list_locks in the lock order.
+ */
+#include "percpu.h"
+
+bool kslab_percpu;
+long kslab_rseq_off;
+kslab_lock_t kslab_pcpu_lock = KSLAB_LOCK_INIT;
+static unsigned nr_cpus;            /* possible CPUs */
+
+/* Every entry empty with cap 0: what a cache without sheaves points at.
+ * Zero-fill bss that is only ever read (the zero page). */
+static struct pcpu_sheaf pcpu_none_entries[PCPU_MAX_CPUS]
+    __attribute__((aligned(PCPU_STRIDE)));
+struct pcpu_sheaf *const pcpu_none = pcpu_none_entries;
+
+#define PCPU_SLOW_START 16
+
+static inline struct pcpu_sheaf *pcpu_entry(struct pcpu_sheaf *base, unsigned cpu)
+{
+    return (struct pcpu_sheaf *)((char *)base + ((size_t)cpu << PCPU_SHIFT));
+}
+
+static inline void slow_net_add(struct pcpu_sheaf *e, int64_t n)
+{
+    /* relaxed: a pure counter (readers want an untorn value, no ordering) */
+    __atomic_fetch_add(&e->slow_net, n, __ATOMIC_RELAXED);
+}
+
+/* ---- the mode --------------------------------------------------------------- */
+
+void kslab_percpu_init(void)
+{
+    const char *v = prim_getenv("KSLAB_PERCPU");
+    bool off = v && strcmp(v, "0") == 0;
+#if defined(__x86_64__)
+    long off_rseq = off ? -1 : prim_rseq_offset();
+    nr_cpus = prim_possible_cpus();
+    if (off_rseq >= 0 && nr_cpus <= PCPU_MAX_CPUS && prim_rseq_fence_init()) {
+        kslab_rseq_off = off_rseq;
+        kslab_percpu = true;
+        return;
+    }
+#endif
+    if (v && strcmp(v, "1") == 0)
+        kslab_warn("KSLAB_PERCPU=1: rseq or membarrier is not available here; "
+                   "using the per-thread mode");
+}
+
+const char *kslab_cpu_mode(void)
+{
+    kslab_ensure_init();
+    return kslab_percpu ? "percpu" : "thread";
+}
+
+void kslab_percpu_atfork_child(void)
+{
+    if (kslab_percpu && !prim_rseq_fence_init())
+        kslab_report("fork child: cannot register for membarrier(PRIVATE_EXPEDITED_RSEQ)");
+}
+
+/* ---- the slow paths' critical sections (rules: percpu.h) --------------------------- */
+
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep)
+{
+    uintptr_t e, w, t, r;
+    __asm__ __volatile__(PCPU_RSEQ_CS
+                         "movl $1, %k[r]\n\t"
+                         "cmpl 8(%[e]), %k[t]\n\t"
+                         "jae 2f\n\t"
+                         "movl $2, %k[r]\n\t"
+                         "cmpq %[x], 16(%[e],%[t],8)\n\t"
+                         "je 2f\n\t"
+                         "movq %[x], 24(%[e],%[t],8)\n\t"
+                         "addq $1, %[w]\n\t"
+                         "xorl %k[r], %k[r]\n\t"
+                         "movq %[w], (%[e])\n\t"      /* commit */
+                         "2:\n\t"
+                         PCPU_RSEQ_ABORT
+                         : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [r] "=&r"(r)
+                         : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)
+                         : "memory", "cc");
+    *ep = (struct pcpu_sheaf *)e;
+    if (r == PCPU_PUSHED)
+        pcpu_tsan_release((void *)e);
+    return (enum pcpu_push_result)r;
+}
+
+/* Pop up to n objects (the top ones) into dst; how many. */
+unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep)
+{
+    uintptr_t e, w, t, j, i, v;
+    __asm__ __volatile__(PCPU_RSEQ_CS
+                         "xorl %k[j], %k[j]\n\t"
+                         "cmpl $0, 8(%[e])\n\t"       /* draining */
+                         "je 2f\n\t"
+                         "movq %[t], %[j]\n\t"
+                         "cmpq %[n], %[j]\n\t"
+                         "jbe 5f\n\t"
+                         "movq %[n], %[j]\n\t"        /* j = min(count, n) */
+                         "5:\n\t"
+                         "movq %[j], %[i]\n\t"
+                         "6:\n\t"
+                         "testq %[i], %[i]\n\t"
+                         "jz 7f\n\t"
+                         "subq $1, %[i]\n\t"
+                         "subq $1, %[t]\n\t"
+                         "movq 24(%[e],%[t],8), %[v]\n\t"
+                         "movq %[v], (%[dst],%[i],8)\n\t"
+                         "jmp 6b\n\t"
+                         "7:\n\t"
+                         "subq %[j], %[w]\n\t"
+                         "movq %[w], (%[e])\n\t"      /* commit */
+                         "2:\n\t"
+                         PCPU_RSEQ_ABORT
+                         : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [j] "=&r"(j),
+                           [i] "=&r"(i), [v] "=&r"(v)
+                         : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)),
+                           [dst] "r"(dst), [n] "r"((uintptr_t)n)
+                         : "memory", "cc");
+    *ep = (struct pcpu_sheaf *)e;
+    if (j)
+        pcpu_tsan_acquire((void *)e);
+    return (unsigned)j;
+}
+
+/* Push up to n objects of src (as many as fit); how many. */
+unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
+                         struct pcpu_sheaf **ep)
+{
+    uintptr_t e, w, t, j, i, v;
+    __asm__ __volatile__(PCPU_RSEQ_CS
+                         "movl 8(%[e]), %k[j]\n\t"
+                         "cmpl %k[t], %k[j]\n\t"
+                         "jbe 8f\n\t"                 /* full or draining */
+                         "subl %k[t], %k[j]\n\t"      /* room */
+                         "cmpq %[n], %[j]\n\t"
+                         "jbe 5f\n\t"
+                         "movq %[n], %[j]\n\t"        /* j = min(room, n) */
+                         "5:\n\t"
+                         "xorl %k[i], %k[i]\n\t"
+                         "6:\n\t"
+                         "cmpq %[j], %[i]\n\t"
+                         "jae 7f\n\t"
+                         "movq (%[src],%[i],8), %[v]\n\t"
+                         "movq %[v], 24(%[e],%[t],8)\n\t"
+                         "addq $1, %[i]\n\t"
+                         "addq $1, %[t]\n\t"
+                         "jmp 6b\n\t"
+                         "7:\n\t"
+                         "addq %[j], %[w]\n\t"
+                         "movq %[w], (%[e])\n\t"      /* commit */
+                         "2:\n\t"
+                         "jmp 9f\n\t"
+                         "8:\n\t"
+                         "xorl %k[j], %k[j]\n\t"
+                         "9:\n\t"
+                         PCPU_RSEQ_ABORT
+                         : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [j] "=&r"(j),
+                           [i] "=&r"(i), [v] "=&r"(v)
+                         : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)),
+                           [src] "r"(src), [n] "r"((uintptr_t)n)
+                         : "memory", "cc");
+    *ep = (struct pcpu_sheaf *)e;
+    if (j)
+        pcpu_tsan_release((void *)e);
+    return (unsigned)j;
+}
+
+/* ---- sheaf arrays ------------------------------------------------------------------- */
+
+/* Arrays of nr_cpus entries come from the page layer, several to a page
+ * when they are small, and are kept on a free list for the next cache when
+ * a cache is destroyed (kslab_pcpu_lock). */
+static struct kmem_cache pcpu_pages = { .name = "percpu" };
+static void *free_arrays;
+
+static size_t array_bytes(void)
+{
+    return (size_t)nr_cpus << PCPU_SHIFT;
+}
+
+static struct pcpu_sheaf *array_alloc(void)
+{
+    size_t bytes = array_bytes();
+    if (!free_arrays) {
+        unsigned order = 0;
+        while ((PAGE_SIZE << order) < bytes)
+            order++;
+        struct slab *p = pages_alloc(order, &pcpu_pages);
+        if (!p)
+            return NULL;
+        char *a = slab_address(p);
+        for (size_t off = 0; off + bytes <= (PAGE_SIZE << order); off += bytes) {
+            *(void **)(a + off) = free_arrays;
+            free_arrays = a + off;
+        }
+    }
+    struct pcpu_sheaf *a = free_arrays;
+    free_arrays = *(void **)a;
+    memset(a, 0, bytes);
+    return a;
+}
+
+/* After slow start, s gets its sheaves (false: not yet, or no memory). */
+static bool pcpu_create(struct kmem_cache *s)
+{
+    /* relaxed: a count; the array itself is published under the lock */
+    if (atomic_fetch_add_explicit(&s->pcpu_uses, 1, memory_order_relaxed) < PCPU_SLOW_START)
+        return false;
+    kslab_lock(&kslab_pcpu_lock);
+    if (s->pcpu == pcpu_none) {
+        struct pcpu_sheaf *a = array_alloc();
+        if (!a) {
+            kslab_unlock(&kslab_pcpu_lock);
+            return false;
+        }
+        for (unsigned c = 0; c < nr_cpus; c++)
+            pcpu_entry(a, c)->cap = s->pcpu_cap;
+        /* release: the caps above before the pointer a fast path may load */
+        __atomic_store_n(&s->pcpu, a, __ATOMIC_RELEASE);
+    }
+    kslab_unlock(&kslab_pcpu_lock);
+    return true;
+}
+
+/* ---- slow paths ------------------------------------------------------------------------ */
+
+void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+    void *x;
+    if (pcpu_base(s) == pcpu_none && !pcpu_create(s)) {
+        if (!kslab_be->cpu_refill(s, &x, 1, 1))
+            return NULL;
+    } else {
+        void *buf[PCPU_CAP_MAX];
+        unsigned cap = s->pcpu_cap, n = kslab_be->cpu_refill(s, buf, (cap + 1) / 2, cap);
+        if (!n)
+            return NULL;
+        x = buf[--n];
+        if (n) {
+            struct pcpu_sheaf *e;
+            unsigned k = pcpu_push_batch(s, buf, n, &e);
+            if (k)
+                slow_net_add(e, k);
+            if (k < n)              /* refilled meanwhile, or draining */
+                kslab_be->cpu_drain(s, buf + k, n - k, false);
+        }
+    }
+    kslab_count(s, ALLOC_SLOWPATH, 1);
+    if (gfp & __GFP_ZERO)
+        memset(x, 0, s->object_size);
+    return x;
+}
+
+void kslab_pcpu_free(struct kmem_cache *s, void *x)
+{
+    if (pcpu_base(s) != pcpu_none) {
+        for (;;) {
+            struct pcpu_sheaf *e;
+            enum pcpu_push_result r = pcpu_push_slow(s, x, &e);
+            if (r == PCPU_PUSHED) {
+                slow_net_add(e, 1);
+                kslab_count(s, FREE_SLOWPATH, 1);
+                return;
+            }
+            if (r == PCPU_DUP)
+                kslab_double_free(s, x);
+            if (!__atomic_load_n(&e->cap, __ATOMIC_RELAXED))
+                break;              /* draining: straight to the slab */
+            /* full: the whole sheaf goes on (barn or slabs), then retry */
+            void *buf[PCPU_CAP_MAX];
+            unsigned n = pcpu_pop_batch(s, buf, PCPU_CAP_MAX, &e);
+            if (n) {
+                slow_net_add(e, -(int64_t)n);
+                kslab_be->cpu_drain(s, buf, n, true);
+                kslab_count(s, SHEAF_FLUSH, 1);
+            }
+        }
+    }
+    kslab_be->cpu_drain(s, &x, 1, false);
+    kslab_count(s, FREE_SLOWPATH, 1);
+}
+
+int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
+{
+    size_t i = 0, fast;
+    if (pcpu_base(s) != pcpu_none) {
+        while (i < size) {
+            struct pcpu_sheaf *e;
+            size_t want = size - i < PCPU_CAP_MAX ? size - i : PCPU_CAP_MAX;
+            unsigned n = pcpu_pop_batch(s, p + i, (unsigned)want, &e);
+            if (!n)
+                break;
+            slow_net_add(e, -(int64_t)n);
+            i += n;
+        }
+    }
+    fast = i;
+    while (i < size) {
+        size_t want = size - i < 65536 ? size - i : 65536;
+        unsigned n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
+        if (!n) {
+            kslab_be->cpu_drain(s, p, (unsigned)i, false);
+            kslab_count(s, FREE_SLOWPATH, fast);      /* counted as allocated, now freed */
+            kslab_count(s, ALLOC_FASTPATH, fast);
+            return 0;
+        }
+        i += n;
+    }
+    kslab_count(s, ALLOC_FASTPATH, fast);
+    kslab_count(s, ALLOC_SLOWPATH, size - fast);
+    if (gfp & __GFP_ZERO)
+        for (size_t k = 0; k < size; k++)
+            memset(p[k], 0, s->object_size);
+    return (int)size;
+}
+
+/* ---- shrink, destroy, events ------------------------------------------------------------- */
+
+/* Every CPU's sheaf of s back to the slabs (rule 4 of percpu.h). */
+void kslab_pcpu_drain(struct kmem_cache *s)
+{
+    struct pcpu_sheaf *base = pcpu_base(s);
+    if (base == pcpu_none)
+        return;
+    kslab_lock(&kslab_pcpu_lock);
+    for (unsigned c = 0; c < nr_cpus; c++) {
+        struct pcpu_sheaf *e = pcpu_entry(base, c);
+        /* racy peek (relaxed): an empty sheaf needs no fence */
+        if (!(__atomic_load_n(&e->word, __ATOMIC_RELAXED) & PCPU_COUNT_MASK))
+            continue;
+        uint32_t cap = __atomic_load_n(&e->cap, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->cap, 0, __ATOMIC_RELAXED);
+        prim_rseq_fence(c);         /* orders the store above before what follows */
+        pcpu_tsan_acquire(e);
+        void *buf[PCPU_CAP_MAX];
+        uint64_t w = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
+        unsigned n = (unsigned)(w & PCPU_COUNT_MASK);
+        memcpy(buf, e->objs, n * sizeof(void *));
+        __atomic_store_n(&e->word, w - n, __ATOMIC_RELAXED);
+        slow_net_add(e, -(int64_t)n);
+        pcpu_tsan_release(e);
+        /* release: the emptied entry before sections may use it again */
+        __atomic_store_n(&e->cap, cap, __ATOMIC_RELEASE);
+        if (n)
+            kslab_be->cpu_drain(s, buf, n, false);
+    }
+    kslab_unlock(&kslab_pcpu_lock);
+}
+
+void *kslab_pcpu_top(struct kmem_cache *s)
+{
+    struct pcpu_sheaf *base = pcpu_base(s);
+    if (base == pcpu_none)
+        return NULL;
+    uintptr_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    unsigned cpu = *(volatile uint32_t *)(tp + (uintptr_t)kslab_rseq_off + 4);
+    struct pcpu_sheaf *e = pcpu_entry(base, cpu);
+    unsigned n = (unsigned)(__atomic_load_n(&e->word, __ATOMIC_RELAXED) & PCPU_COUNT_MASK);
+    return n && n <= PCPU_CAP_MAX ? __atomic_load_n(&e->objs[n - 1], __ATOMIC_RELAXED) : NULL;
+}
+
+static void entry_events(struct pcpu_sheaf *e, uint64_t *alloc, uint64_t *free)
+{
+    /* relaxed: counters; a reader racing with the owner CPU may be off by
+     * the operations in flight, as any reader of live counters is */
+    uint64_t w = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
+    int64_t net = __atomic_load_n(&e->slow_net, __ATOMIC_RELAXED);
+    *alloc += w >> 16;
+    *free += (w >> 16) + (w & PCPU_COUNT_MASK) - (uint64_t)net;
+}
+
+void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS])
+{
+    struct pcpu_sheaf *base = pcpu_base(s);
+    if (base == pcpu_none)
+        return;
+    for (unsigned c = 0; c < nr_cpus; c++)
+        entry_events(pcpu_entry(base, c), &ev[ALLOC_FASTPATH], &ev[FREE_FASTPATH]);
+}
+
+/* Nobody uses s any more: its sheaves' objects go with its slabs, their
+ * events into the cache's totals, the array to the free list. */
+void kslab_pcpu_destroy(struct kmem_cache *s)
+{
+    struct pcpu_sheaf *base = pcpu_base(s);
+    atomic_store_explicit(&s->pcpu_uses, 0, memory_order_relaxed);
+    if (base == pcpu_none)
+        return;
+    uint64_t a = 0, f = 0;
+    for (unsigned c = 0; c < nr_cpus; c++)
+        entry_events(pcpu_entry(base, c), &a, &f);
+    atomic_fetch_add_explicit(&s->stat_total[ALLOC_FASTPATH], a, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->stat_total[FREE_FASTPATH], f, memory_order_relaxed);
+    kslab_lock(&kslab_pcpu_lock);
+    __atomic_store_n(&s->pcpu, pcpu_none, __ATOMIC_RELAXED);
+    *(void **)base = free_arrays;
+    free_arrays = base;
+    kslab_unlock(&kslab_pcpu_lock);
+}

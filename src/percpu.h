@@ -1,0 +1,196 @@
+/*
+ * percpu.h - the cpu layer's per-CPU mode: per-CPU sheaves changed only
+ * inside restartable sequences (rseq), and their inline fast paths.
+ *
+ * The design (after tcmalloc's per-CPU caches, with the kernel's sheaves)
+ * ------------------------------------------------------------------------
+ * Each cache that uses them (s->pcpu_cap != 0: SLUB and SLAB) has, once it
+ * is past slow start, an array of one 512-byte entry per possible CPU
+ * (s->pcpu; before that it points at pcpu_none, whose entries have cap 0).
+ * An entry is a sheaf: a LIFO array of free objects of the cache.  Every
+ * allocation pops the current CPU's sheaf and every free pushes onto it:
+ * no lock, no atomic read-modify-write, no per-thread state.  A thread that
+ * exits leaves nothing behind, and 1000 threads share two sheaves per cache
+ * on a 2-CPU machine.
+ *
+ * Abort and restart rules (documented beside the code, as rseq requires)
+ * -----------------------------------------------------------------------
+ *  1. Each critical section first stores its descriptor's address in the
+ *     thread's rseq_cs (label 0, outside the section), then reads cpu_id
+ *     inside the section (label 1) and indexes the entry with it.  If the
+ *     thread is preempted, migrated or signalled before the commit, the
+ *     kernel moves it to the abort handler (label 4, after the 4-byte
+ *     signature glibc registered, 0x53053053), which jumps back to label 0:
+ *     the whole section runs again from scratch on whatever CPU it is now.
+ *  2. The commit is one 8-byte store of the entry's first word, the last
+ *     instruction of the section (label 2 follows it).  Before it, a section
+ *     only reads, or writes where nobody looks (array slots above the count,
+ *     the caller's own buffer), so running it twice is harmless.  Never
+ *     shift or overwrite live slots before the commit: an abort after such
+ *     a write would leave the array corrupted.
+ *  3. The count and the event counter share the commit word (count in the
+ *     low 16 bits, fast allocations above), so the count and the counter
+ *     change together: stats stay exact however often sections abort.
+ *  4. cap == 0 makes every section miss (pop: count - 1 >= cap; push:
+ *     count >= cap).  A drainer (shrink) stores cap = 0, then fences the
+ *     CPU (membarrier RSEQ): sections in flight there restart and miss, so
+ *     after the fence it owns the entry until it stores cap back.
+ *  5. Never call out of, or fault inside, a section: the sections read and
+ *     write only the entry and the caller's buffer.
+ *
+ * What a miss does is in percpu.c.  Events: fast allocations are counted in
+ * the commit word; objects the slow paths put in or took out are summed
+ * (atomically, after their commit) in slow_net, so fast frees are
+ * allocations + count - slow_net.
+ */
+#ifndef KSLAB_PERCPU_H
+#define KSLAB_PERCPU_H
+#include "slab_common.h"
+
+#define PCPU_SHIFT 9
+#define PCPU_STRIDE (1u << PCPU_SHIFT)
+#define PCPU_HDR 24
+#define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR) / sizeof(void *))   /* 61 */
+#define PCPU_MAX_CPUS 1024          /* more possible CPUs: the per-thread mode */
+#define PCPU_COUNT_MASK 0xffffull
+#define PCPU_ALLOC_ONE (1ull << 16)
+
+struct pcpu_sheaf {
+    uint64_t word;          /* commit word: count | fast allocations << 16 */
+    uint32_t cap;           /* objects it may hold; 0: draining, or no sheaves yet */
+    uint32_t pad;
+    int64_t slow_net;       /* atomic: objects slow paths put in minus took out */
+    void *objs[PCPU_CAP_MAX];
+};
+_Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
+_Static_assert(offsetof(struct pcpu_sheaf, objs) == PCPU_HDR, "the asm knows the layout");
+
+/* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available). */
+extern bool kslab_percpu;
+extern long kslab_rseq_off;         /* offset of struct rseq from the thread pointer */
+
+#if defined(__SANITIZE_THREAD__)
+#define KSLAB_PCPU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KSLAB_PCPU_TSAN 1
+#endif
+#endif
+#ifdef KSLAB_PCPU_TSAN
+/* TSan cannot see the asm: an object handed from a free on one thread to an
+ * allocation on another through a sheaf gets its happens-before here. */
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define pcpu_tsan_acquire(e) __tsan_acquire(e)
+#define pcpu_tsan_release(e) __tsan_release(e)
+#else
+#define pcpu_tsan_acquire(e) ((void)(e))
+#define pcpu_tsan_release(e) ((void)(e))
+#endif
+
+/* The section's descriptor (struct rseq_cs: version, flags, start_ip,
+ * post_commit_offset, abort_ip) and its abort handler, out of line. */
+#define PCPU_RSEQ_CS                                                          \
+    ".pushsection __rseq_cs, \"aw\"\n\t"                                      \
+    ".balign 32\n\t"                                                          \
+    "3:\n\t"                                                                  \
+    ".long 0x0, 0x0\n\t"                                                      \
+    ".quad 1f, 2f - 1f, 4f\n\t"                                               \
+    ".popsection\n\t"                                                         \
+    "0:\n\t"                                                                  \
+    "leaq 3b(%%rip), %[t]\n\t"                                                \
+    "movq %[t], %%fs:8(%[off])\n\t"                                           \
+    "1:\n\t"                                                                  \
+    "movl %%fs:4(%[off]), %k[e]\n\t"                                          \
+    "shlq $9, %[e]\n\t"                                                       \
+    "addq %[base], %[e]\n\t"                                                  \
+    "movq (%[e]), %[w]\n\t"                                                   \
+    "movzwl %w[w], %k[t]\n\t"
+#define PCPU_RSEQ_ABORT                                                       \
+    ".pushsection __rseq_failure, \"ax\"\n\t"                                 \
+    ".byte 0x0f, 0xb9, 0x3d\n\t"     /* ud1 ...: the signature decodes */     \
+    ".long 0x53053053\n\t"                                                    \
+    "4:\n\t"                                                                  \
+    "jmp 0b\n\t"                                                              \
+    ".popsection\n\t"
+
+static inline struct pcpu_sheaf *pcpu_base(const struct kmem_cache *s)
+{
+    /* acquire (a plain load on x86): pairs with the release that published
+     * the array, so the caps the sections read are initialised */
+    return __atomic_load_n(&s->pcpu, __ATOMIC_ACQUIRE);
+}
+
+/* Pop the current CPU's sheaf: an object, or NULL (empty, draining, no
+ * sheaves yet).  11 instructions, no lock, no atomic. */
+static inline void *pcpu_pop(struct kmem_cache *s)
+{
+    void *obj;
+    uintptr_t e, w, t;
+    __asm__ __volatile__ goto(PCPU_RSEQ_CS
+                 "subl $1, %k[t]\n\t"
+                 "cmpl 8(%[e]), %k[t]\n\t"
+                 "jae %l[miss]\n\t"
+                 "movq 24(%[e],%[t],8), %[obj]\n\t"
+                 "addq $0xffff, %[w]\n\t"      /* count - 1, allocations + 1 */
+                 "movq %[w], (%[e])\n\t"       /* commit */
+                 "2:\n\t"
+                 PCPU_RSEQ_ABORT
+                 : [obj] "=&r"(obj), [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
+                 : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s))
+                 : "memory", "cc"
+                 : miss);
+    pcpu_tsan_acquire((void *)e);
+    return obj;
+miss:
+    return NULL;
+}
+
+/* Push x (already validated) onto the current CPU's sheaf; false if it is
+ * full or draining, or if x is its top (an immediate double free: the
+ * slow path reports it). */
+static inline bool pcpu_push(struct kmem_cache *s, void *x)
+{
+    uintptr_t e, w, t;
+    __asm__ __volatile__ goto(PCPU_RSEQ_CS
+                 "cmpl 8(%[e]), %k[t]\n\t"
+                 "jae %l[miss]\n\t"
+                 "cmpq %[x], 16(%[e],%[t],8)\n\t"   /* objs[count - 1] (count 0: slow_net) */
+                 "je %l[miss]\n\t"
+                 "movq %[x], 24(%[e],%[t],8)\n\t"
+                 "addq $1, %[w]\n\t"
+                 "movq %[w], (%[e])\n\t"       /* commit */
+                 "2:\n\t"
+                 PCPU_RSEQ_ABORT
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
+                 : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)
+                 : "memory", "cc"
+                 : miss);
+    pcpu_tsan_release((void *)e);
+    return true;
+miss:
+    return false;
+}
+
+/* The slow paths' sections (percpu.c). */
+enum pcpu_push_result { PCPU_PUSHED, PCPU_MISS, PCPU_DUP };
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
+unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep);
+unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
+                         struct pcpu_sheaf **ep);
+
+/* Slow paths and management (percpu.c). */
+void kslab_percpu_init(void);
+void kslab_percpu_atfork_child(void);
+void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp);
+void kslab_pcpu_free(struct kmem_cache *s, void *x);     /* x validated */
+int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p);
+void kslab_pcpu_drain(struct kmem_cache *s);             /* shrink: every CPU's sheaf */
+void kslab_pcpu_destroy(struct kmem_cache *s);           /* destroy: nobody uses s */
+void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS]);
+/* The top of the current CPU's sheaf of s, or NULL: a racy read, only for
+ * the bulk frees' double-free test. */
+void *kslab_pcpu_top(struct kmem_cache *s);
+extern struct pcpu_sheaf *const pcpu_none;
+extern kslab_lock_t kslab_pcpu_lock;
+#endif

@@ -1,0 +1,196 @@
+/* test_percpu.c - the cpu layer: the mode chosen at start-up, threads that
+ * migrate between CPUs in the middle of their alloc/free loops
+ * (sched_setaffinity), and shrink draining every CPU's sheaf while other
+ * threads allocate and free.  Every object carries its owner's tag, checked
+ * before it is freed: a sheaf that lost, duplicated or corrupted an object
+ * shows up as a wrong tag or wrong counters.  Runs in both modes. */
+#define _GNU_SOURCE
+#include "check.h"
+#include "helpers.h"
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const unsigned int __rseq_size __attribute__((weak));
+
+static void test_mode(void)
+{
+    const char *env = getenv("KSLAB_PERCPU");
+    const char *mode = kslab_cpu_mode();
+    if (env && strcmp(env, "0") == 0)
+        CHECK(strcmp(mode, "thread") == 0);
+    else if (&__rseq_size && __rseq_size >= 16)
+        CHECK(strcmp(mode, "percpu") == 0);      /* the default where rseq works */
+    else
+        CHECK(strcmp(mode, "thread") == 0);      /* valgrind, old glibc */
+    printf("cpu mode: %s\n", mode);
+}
+
+#define OBJ 96
+#define LIVE 512
+static struct kmem_cache *cache;
+static atomic_int stop;
+static atomic_long errors, migrations;
+
+static void fill(uint64_t *o, uint64_t tag)
+{
+    for (unsigned i = 0; i < OBJ / 8; i++)
+        o[i] = tag ^ i;
+}
+static int check(const uint64_t *o, uint64_t tag)
+{
+    for (unsigned i = 0; i < OBJ / 8; i++)
+        if (o[i] != (tag ^ i))
+            return 1;
+    return 0;
+}
+
+static int ncpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set))
+        return 1;
+    return CPU_COUNT(&set);
+}
+
+/* Alloc/free in random order with a live set of LIVE objects; every
+ * `hop` operations move to the next allowed CPU (when migrate). */
+struct worker { int id; int migrate; long ops; };
+static void *worker(void *arg)
+{
+    struct worker *w = arg;
+    cpu_set_t allowed, one;
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    int cpu = 0;
+    uint64_t rng = test_seed(0x1234567ull + (uint64_t)w->id);
+    uint64_t *live[LIVE] = { 0 };
+    uint64_t tags[LIVE];
+    uint64_t serial = (uint64_t)w->id << 40;
+    for (long op = 0; op < w->ops && !atomic_load(&stop); op++) {
+        if (w->migrate && op % 97 == 0) {
+            do
+                cpu = (cpu + 1) % CPU_SETSIZE;
+            while (!CPU_ISSET(cpu, &allowed));
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            if (sched_setaffinity(0, sizeof one, &one) == 0)
+                atomic_fetch_add(&migrations, 1);
+        }
+        unsigned k = (unsigned)(test_rand(&rng) % LIVE);
+        if (live[k]) {
+            if (check(live[k], tags[k]))
+                atomic_fetch_add(&errors, 1);
+            kmem_cache_free(cache, live[k]);
+            live[k] = NULL;
+        } else {
+            live[k] = kmem_cache_alloc(cache, GFP_KERNEL);
+            if (!live[k]) {
+                atomic_fetch_add(&errors, 1);
+                continue;
+            }
+            tags[k] = ++serial;
+            fill(live[k], tags[k]);
+        }
+    }
+    for (unsigned k = 0; k < LIVE; k++)
+        if (live[k]) {
+            if (check(live[k], tags[k]))
+                atomic_fetch_add(&errors, 1);
+            kmem_cache_free(cache, live[k]);
+        }
+    sched_setaffinity(0, sizeof allowed, &allowed);
+    return NULL;
+}
+
+static void run_workers(int n, int migrate, long ops, int shrink)
+{
+    pthread_t t[8];
+    struct worker w[8];
+    atomic_store(&stop, 0);
+    for (int i = 0; i < n; i++) {
+        w[i] = (struct worker){ i, migrate, ops };
+        pthread_create(&t[i], NULL, worker, &w[i]);
+    }
+    for (int i = 0; i < shrink; i++)
+        kmem_cache_shrink(cache);       /* drains every CPU's sheaf under the workers */
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+
+static void test_migration(void)
+{
+    cache = kmem_cache_create("percpu_mig", OBJ, 0, SLAB_NO_MERGE, NULL);
+    atomic_store(&errors, 0);
+    atomic_store(&migrations, 0);
+    run_workers(4, 1, 200000, 0);
+    CHECK_EQ(atomic_load(&errors), 0);
+    if (ncpus() > 1)
+        CHECK(atomic_load(&migrations) > 1000);   /* the threads really moved */
+    struct kslab_stats st = test_stats(cache);
+    CHECK_EQ(st.active_objs, 0);
+    CHECK_EQ(st.alloc_fastpath + st.alloc_slowpath, st.free_fastpath + st.free_slowpath);
+    if (test_percpu() && strcmp(kslab_allocator_name(), "slob") != 0 &&
+        strcmp(kslab_allocator_name(), "slob-seg") != 0)
+        CHECK(st.alloc_fastpath > st.alloc_slowpath);   /* the sheaves served most */
+    kmem_cache_shrink(cache);
+    CHECK_EQ(test_stats(cache).num_slabs, 0);
+    kmem_cache_destroy(cache);
+}
+
+static void test_shrink_under_load(void)
+{
+    cache = kmem_cache_create("percpu_shrink", OBJ, 0, SLAB_NO_MERGE, NULL);
+    atomic_store(&errors, 0);
+    run_workers(3, 1, 150000, 300);
+    CHECK_EQ(atomic_load(&errors), 0);
+    struct kslab_stats st = test_stats(cache);
+    CHECK_EQ(st.active_objs, 0);
+    kmem_cache_shrink(cache);
+    CHECK_EQ(test_stats(cache).num_slabs, 0);    /* nothing was lost in a sheaf */
+    kmem_cache_destroy(cache);
+}
+
+/* Threads that allocate once from several classes and exit leave no
+ * objects behind and the objects they handed over stay intact. */
+static void *short_lived(void *arg)
+{
+    void **out = arg;
+    for (int i = 0; i < 8; i++) {
+        out[i] = kmalloc(16u << i, GFP_KERNEL);
+        memset(out[i], 0x5a, 16u << i);
+    }
+    return NULL;
+}
+
+static void test_thread_churn(void)
+{
+    static void *objs[200][8];
+    for (int r = 0; r < 200; r += 20) {
+        pthread_t t[20];
+        for (int i = 0; i < 20; i++)
+            pthread_create(&t[i], NULL, short_lived, objs[r + i]);
+        for (int i = 0; i < 20; i++)
+            pthread_join(t[i], NULL);
+    }
+    int bad = 0;
+    for (int r = 0; r < 200; r++)
+        for (int i = 0; i < 8; i++) {
+            unsigned char *p = objs[r][i];
+            for (unsigned j = 0; j < (16u << i); j++)
+                bad += p[j] != 0x5a;
+            kfree(p);
+        }
+    CHECK_EQ(bad, 0);
+}
+
+int main(void)
+{
+    test_mode();
+    test_migration();
+    test_shrink_under_load();
+    test_thread_churn();
+    return check_done();
+}
