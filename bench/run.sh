@@ -35,8 +35,13 @@ REPORT="$OUT/report.md"
 # ---- 1. micro: one alloc+free pair ------------------------------------------
 echo "== micro: alloc+free pairs"
 : > "$RAW/micro.tsv"
-$B/micro_static "kslab (static)" >> "$RAW/micro.tsv"
-$B/micro_shared "kslab (libkslab.so)" >> "$RAW/micro.tsv"
+# both cpu modes, interleaved: the per-CPU (rseq) default and KSLAB_PERCPU=0
+for r in 1 2; do
+  $B/micro_static "kslab (static, per-CPU) #$r" >> "$RAW/micro.tsv"
+  KSLAB_PERCPU=0 $B/micro_static "kslab (static, per-thread) #$r" >> "$RAW/micro.tsv"
+done
+$B/micro_shared "kslab (libkslab.so, per-CPU)" >> "$RAW/micro.tsv"
+KSLAB_PERCPU=0 $B/micro_shared "kslab (libkslab.so, per-thread)" >> "$RAW/micro.tsv"
 for p in $PEERS; do
   if peer_ok "$p"; then run_peer "$p" $B/malloc_pair "$p" >> "$RAW/micro.tsv"
   else printf '%s\tmissing\n' "$p" >> "$RAW/micro.tsv"; fi

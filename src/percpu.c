@@ -88,6 +88,7 @@ void kslab_percpu_atfork_child(void)
 enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep)
 {
     uintptr_t e, w, t, r;
+    pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "movl $1, %k[r]\n\t"
                          "cmpl 8(%[e]), %k[t]\n\t"
@@ -105,8 +106,6 @@ enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_
                          : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)
                          : "memory", "cc");
     *ep = (struct pcpu_sheaf *)e;
-    if (r == PCPU_PUSHED)
-        pcpu_tsan_release((void *)e);
     return (enum pcpu_push_result)r;
 }
 
@@ -143,8 +142,7 @@ unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcp
                            [dst] "r"(dst), [n] "r"((uintptr_t)n)
                          : "memory", "cc");
     *ep = (struct pcpu_sheaf *)e;
-    if (j)
-        pcpu_tsan_acquire((void *)e);
+    pcpu_tsan_acquire(pcpu_base(s));
     return (unsigned)j;
 }
 
@@ -153,6 +151,7 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
                          struct pcpu_sheaf **ep)
 {
     uintptr_t e, w, t, j, i, v;
+    pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "movl 8(%[e]), %k[j]\n\t"
                          "cmpl %k[t], %k[j]\n\t"
@@ -186,8 +185,6 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
                            [src] "r"(src), [n] "r"((uintptr_t)n)
                          : "memory", "cc");
     *ep = (struct pcpu_sheaf *)e;
-    if (j)
-        pcpu_tsan_release((void *)e);
     return (unsigned)j;
 }
 
@@ -357,14 +354,14 @@ void kslab_pcpu_drain(struct kmem_cache *s)
         uint32_t cap = __atomic_load_n(&e->cap, __ATOMIC_RELAXED);
         __atomic_store_n(&e->cap, 0, __ATOMIC_RELAXED);
         prim_rseq_fence(c);         /* orders the store above before what follows */
-        pcpu_tsan_acquire(e);
+        pcpu_tsan_acquire(base);
         void *buf[PCPU_CAP_MAX];
         uint64_t w = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
         unsigned n = (unsigned)(w & PCPU_COUNT_MASK);
         memcpy(buf, e->objs, n * sizeof(void *));
         __atomic_store_n(&e->word, w - n, __ATOMIC_RELAXED);
         slow_net_add(e, -(int64_t)n);
-        pcpu_tsan_release(e);
+        pcpu_tsan_release(base);
         /* release: the emptied entry before sections may use it again */
         __atomic_store_n(&e->cap, cap, __ATOMIC_RELEASE);
         if (n)

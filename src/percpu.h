@@ -78,7 +78,9 @@ extern long kslab_rseq_off;         /* offset of struct rseq from the thread poi
 #endif
 #ifdef KSLAB_PCPU_TSAN
 /* TSan cannot see the asm: an object handed from a free on one thread to an
- * allocation on another through a sheaf gets its happens-before here. */
+ * allocation on another through a sheaf gets its happens-before here, on
+ * the cache's sheaf array (release before a push commits, acquire after a
+ * pop). */
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 #define pcpu_tsan_acquire(e) __tsan_acquire(e)
@@ -127,6 +129,7 @@ static inline void *pcpu_pop(struct kmem_cache *s)
 {
     void *obj;
     uintptr_t e, w, t;
+    struct pcpu_sheaf *base = pcpu_base(s);
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  "subl $1, %k[t]\n\t"
                  "cmpl 8(%[e]), %k[t]\n\t"
@@ -137,10 +140,10 @@ static inline void *pcpu_pop(struct kmem_cache *s)
                  "2:\n\t"
                  PCPU_RSEQ_ABORT
                  : [obj] "=&r"(obj), [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
-                 : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s))
+                 : [off] "r"(kslab_rseq_off), [base] "r"(base)
                  : "memory", "cc"
                  : miss);
-    pcpu_tsan_acquire((void *)e);
+    pcpu_tsan_acquire(base);
     return obj;
 miss:
     return NULL;
@@ -152,6 +155,8 @@ miss:
 static inline bool pcpu_push(struct kmem_cache *s, void *x)
 {
     uintptr_t e, w, t;
+    struct pcpu_sheaf *base = pcpu_base(s);
+    pcpu_tsan_release(base);        /* before the commit that publishes x */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  "cmpl 8(%[e]), %k[t]\n\t"
                  "jae %l[miss]\n\t"
@@ -163,10 +168,9 @@ static inline bool pcpu_push(struct kmem_cache *s, void *x)
                  "2:\n\t"
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
-                 : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)
+                 : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x)
                  : "memory", "cc"
                  : miss);
-    pcpu_tsan_release((void *)e);
     return true;
 miss:
     return false;
