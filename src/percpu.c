@@ -27,8 +27,7 @@
  */
 #include "percpu.h"
 
-bool kslab_percpu;
-long kslab_rseq_off;
+long kslab_rseq_off = -1;
 kslab_lock_t kslab_pcpu_lock = KSLAB_LOCK_INIT;
 static unsigned nr_cpus;            /* possible CPUs */
 
@@ -62,7 +61,6 @@ void kslab_percpu_init(void)
     nr_cpus = prim_possible_cpus();
     if (off_rseq >= 0 && nr_cpus <= PCPU_MAX_CPUS && prim_rseq_fence_init()) {
         kslab_rseq_off = off_rseq;
-        kslab_percpu = true;
         return;
     }
 #endif

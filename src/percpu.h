@@ -65,9 +65,12 @@ struct pcpu_sheaf {
 _Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
 _Static_assert(offsetof(struct pcpu_sheaf, objs) == PCPU_HDR, "the asm knows the layout");
 
-/* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available). */
-extern bool kslab_percpu;
-extern long kslab_rseq_off;         /* offset of struct rseq from the thread pointer */
+/* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available): the
+ * offset of the thread's struct rseq from the thread pointer, -1 in the
+ * per-thread mode.  One hidden variable (a direct load, no GOT) serves as
+ * both the mode test and the sections' input. */
+extern long kslab_rseq_off __attribute__((visibility("hidden")));
+#define kslab_percpu (kslab_rseq_off >= 0)
 
 #if defined(__SANITIZE_THREAD__)
 #define KSLAB_PCPU_TSAN 1
