@@ -112,7 +112,7 @@ static void *server_thread(void *arg)
 static double run_server(int n)
 {
     nthreads = n;
-    steps = quick ? 20000 : 2000000 / n * 2;
+    steps = quick ? 20000 : 10000000 / n * 2;   /* ~0.4 s: steady state, not start-up */
     rings = aligned_alloc(64, sizeof *rings * (size_t)n);
     memset(rings, 0, sizeof *rings * (size_t)n);
     atomic_store(&done_threads, 0);
@@ -152,7 +152,7 @@ static void *consumer(void *arg)
 static double run_pipeline(int n)
 {
     int consumers = n > 1 ? n - 1 : 1;
-    long objects = quick ? 20000 : 4000000;
+    long objects = quick ? 20000 : 10000000;
     rings = aligned_alloc(64, sizeof *rings * (size_t)consumers);
     memset(rings, 0, sizeof *rings * (size_t)consumers);
     atomic_store(&producing, true);

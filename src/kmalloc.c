@@ -31,15 +31,20 @@ static inline void *fast_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_s
     return slub_alloc(s, gfp, kmalloc_size);
 }
 
-/* x is in an arena (and at or above KSLAB_MIN_OBJECT). */
-static inline bool fast_free(struct kmem_cache *s, void *x)
+/* Per-CPU: push x, a validated object of its slab; false if x is already
+ * the head of the slab's freelist (SLUB) or the free object hosting its
+ * index array (SLAB) -- freed twice -- or if the sheaf misses. */
+static inline __attribute__((always_inline)) bool pcpu_free(struct kmem_cache *s,
+                                                            struct slab *slab, void *x)
 {
-    if (likely(kslab_percpu)) {
-        /* x already the head of its slab's freelist (SLUB), or the free
-         * object hosting its index array (SLAB): freed twice */
-        struct slab *slab = kslab_slab_find(s, x);
-        return slab && slab_freelist(slab) != x && pcpu_push(s, x);
-    }
+    return slab && slab_freelist(slab) != x && pcpu_push(s, x);
+}
+
+/* x is in an arena (and at or above KSLAB_MIN_OBJECT). */
+static inline __attribute__((always_inline)) bool fast_free(struct kmem_cache *s, void *x)
+{
+    if (likely(kslab_percpu))
+        return pcpu_free(s, kslab_slab_find(s, x), x);
     return slub_free_fast(s, x);
 }
 
@@ -391,7 +396,11 @@ void kfree(const void *x)
         kfree_nocache(x, d);        /* a large block, or a bad pointer */
         return;
     }
-    if (likely(fast_free(s, (void *)x)))
+    /* d names s, so it is a page of a live slab of s: a one-page slab's
+     * head is d itself, and only "is x an object start" is left */
+    if (likely(kslab_percpu ? pcpu_free(s, s->order ? kslab_slab_find(s, x)
+                                                    : kslab_slab_find_head(s, d, x), (void *)x)
+                            : slub_free_fast(s, (void *)x)))
         return;
     kfree_to_backend(s, x);
 }

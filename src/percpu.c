@@ -6,14 +6,17 @@
  *
  * Misses
  * ------
- *   alloc, sheaf empty    the back-end's cpu_refill gives a whole full sheaf
- *                         from the barn (SLUB) or half a sheaf's worth from
- *                         the slabs (SLUB, SLAB), pushed in one section;
- *                         one of them is the allocation.
- *   free, sheaf full      the whole sheaf is popped in one section and given
- *                         to cpu_drain: the barn keeps it whole for a CPU
- *                         that allocates (a pipeline moves whole sheaves),
- *                         else its objects go back to their slabs.
+ *   alloc, sheaf empty    the back-end's cpu_refill gives a whole barn
+ *                         sheaf (SLUB) or half a sheaf's worth from the
+ *                         slabs (SLUB, SLAB), pushed in one section; one of
+ *                         them is the allocation.
+ *   free, sheaf full      the top half is popped in one section and given to
+ *                         cpu_drain: the barn keeps it as one sheaf for a
+ *                         CPU that allocates (a pipeline moves whole barn
+ *                         sheaves), else its objects go back to their slabs.
+ *                         Half each way, so a sheaf leaves a boundary in the
+ *                         middle and a CPU that allocates and frees about
+ *                         as much stays off the slow paths.
  *   draining (cap 0)      straight to or from the slabs, one object.
  *   slow start            a cache's first PCPU_SLOW_START allocations come
  *                         one at a time from the slabs; then its sheaves are
@@ -287,9 +290,11 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
                 kslab_double_free(s, x);
             if (!__atomic_load_n(&e->cap, __ATOMIC_RELAXED))
                 break;              /* draining: straight to the slab */
-            /* full: the whole sheaf goes on (barn or slabs), then retry */
+            /* full: its top half goes on (barn or slabs), then retry.
+             * Half, not all: a sheaf left empty would take a full one back
+             * at its next allocation and sit at a boundary for ever. */
             void *buf[PCPU_CAP_MAX];
-            unsigned n = pcpu_pop_batch(s, buf, PCPU_CAP_MAX, &e);
+            unsigned n = pcpu_pop_batch(s, buf, (s->pcpu_cap + 1) / 2, &e);
             if (n) {
                 slow_net_add(e, -(int64_t)n);
                 kslab_be->cpu_drain(s, buf, n, true);

@@ -349,12 +349,21 @@ static inline struct kmem_cache *kslab_page_cache(struct kmem_cache *want, const
  * (kslab_slab_find: NULL if not; kslab_slab_of: reported if not).
  * want: NULL, or s when the caller named s (for the report).  For every
  * back-end with fixed-stride slabs (SLUB, SLAB, slob-seg). */
+static inline struct slab *kslab_slab_find_head(const struct kmem_cache *s, struct slab *d,
+                                                const void *x);
 static inline struct slab *kslab_slab_find(const struct kmem_cache *s, const void *x)
 {
-    uintptr_t base = (uintptr_t)x & s->slab_mask;   /* slabs are naturally aligned */
-    struct slab *slab = addr_desc(base);
-    return slab->cache == s && slab->pg_state == PG_SLAB &&
-                   object_start(s, base + slab->pg_colour, x) ? slab : NULL;
+    /* slabs are naturally aligned: the head descriptor is the base's */
+    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
+    return slab->cache == s ? kslab_slab_find_head(s, slab, x) : NULL;
+}
+/* The same for a one-page slab whose descriptor d (x's page) already
+ * names s. */
+static inline struct slab *kslab_slab_find_head(const struct kmem_cache *s, struct slab *d,
+                                                const void *x)
+{
+    return d->pg_state == PG_SLAB &&
+                   object_start(s, ((uintptr_t)x & s->slab_mask) + d->pg_colour, x) ? d : NULL;
 }
 static inline struct slab *kslab_slab_of(struct kmem_cache *want, struct kmem_cache *s,
                                          const void *x, const char *fn)
