@@ -2,10 +2,13 @@
  * kmalloc.c - the front doors: kmem_cache_alloc/free, the kmalloc family,
  * ksize, krealloc, the bulk calls, and the kmalloc size classes.
  *
- * Each front door is SLUB's inline fast path (slub.h: a handful of
- * instructions, no lock, no atomic) and one cold, out-of-line call into the
- * back-end contract for everything else.  Nothing here asks which back-end
- * runs: for the others the inline test always misses.
+ * Each front door is an inline fast path -- the current CPU's sheaf in the
+ * per-CPU mode (percpu.h), SLUB's cpu freelist in the per-thread mode
+ * (slub.h); a handful of instructions, no lock, no atomic -- and one
+ * out-of-line call into the cpu layer or the back-end contract for
+ * everything else.  Nothing here asks which back-end runs: for back-ends
+ * without per-CPU sheaves (SLOB, slob-seg) the per-CPU test always misses,
+ * and in the per-thread mode SLUB's does for all but SLUB.
  */
 #define _GNU_SOURCE
 #include "slub.h"

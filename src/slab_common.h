@@ -14,6 +14,7 @@
  *   init_lock      slab_common.c  first-use initialisation
  *   cache_lock     slab_common.c  the cache list, ids, refcounts
  *   threads_lock   thread.c       the thread registry (and stats readers)
+ *   kslab_pcpu_lock percpu.c      per-CPU sheaf arrays; one drainer at a time
  *   s->list_lock   per cache      SLUB/slob-seg partial list; SLAB's three
  *                                 lists and shared array
  *   slob_lock      slob.c         all of SLOB's pages and lists
