@@ -21,14 +21,15 @@
  * start).  Per-thread (slub.h): the thread's cpu freelist.  The mode is
  * one predictable branch on a global set once at start-up.
  */
-static inline void *fast_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache *s, gfp_t gfp,
+                                                            size_t kmalloc_size)
 {
     if (likely(kslab_percpu)) {
         void *x = pcpu_pop(s);
         if (unlikely(!x))
             return kslab_alloc_slow(s, gfp, kmalloc_size);
         if (unlikely(gfp & __GFP_ZERO))
-            memset(x, 0, s->object_size);
+            return kslab_zero(s, x);
         return x;
     }
     return slub_alloc(s, gfp, kmalloc_size);
@@ -41,14 +42,6 @@ static inline __attribute__((always_inline)) bool pcpu_free(struct kmem_cache *s
                                                             struct slab *slab, void *x)
 {
     return slab && slab_freelist(slab) != x && pcpu_push(s, x);
-}
-
-/* x is in an arena (and at or above KSLAB_MIN_OBJECT). */
-static inline __attribute__((always_inline)) bool fast_free(struct kmem_cache *s, void *x)
-{
-    if (likely(kslab_percpu))
-        return pcpu_free(s, kslab_slab_find(s, x), x);
-    return slub_free_fast(s, x);
 }
 
 /* Everything the inline paths did not take, to the cpu layer (per-CPU
@@ -164,6 +157,12 @@ static cold_fn void *alloc_nofail(struct kmem_cache *s, gfp_t gfp, size_t kmallo
 /* The slow half of every allocation: a tail call into the back-end.
  * noinline, not cold: it is SLUB's refill and sheaf path, and every
  * allocation of the other back-ends (cold would optimise it for size). */
+void *kslab_zero(struct kmem_cache *s, void *x)
+{
+    memset(x, 0, s->object_size);
+    return x;
+}
+
 noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     void *x = kslab_percpu ? NULL : slub_sheaf_pop(s);  /* a dead cache's: emptied */
@@ -211,8 +210,12 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
             kmem_cache_free_slow(s, x);
         return;
     }
-    if (likely(kslab_percpu ? in_arena(x) && fast_free(s, x) : slub_free_fast(s, x)))
+    if (likely(kslab_percpu)) {
+        if (likely(in_arena(x) && pcpu_free(s, kslab_slab_find(s, x), x)))
+            return;
+    } else if (likely(slub_free_fast(s, x))) {
         return;
+    }
     kmem_cache_free_slow(s, x);
 }
 

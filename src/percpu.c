@@ -324,10 +324,8 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     while (i < size) {
         size_t want = size - i < 65536 ? size - i : 65536;
         unsigned n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
-        if (!n) {
+        if (!n) {                   /* all or nothing: none was counted yet */
             kslab_be->cpu_drain(s, p, (unsigned)i, false);
-            kslab_count(s, FREE_SLOWPATH, fast);      /* counted as allocated, now freed */
-            kslab_count(s, ALLOC_FASTPATH, fast);
             return 0;
         }
         i += n;

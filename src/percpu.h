@@ -147,6 +147,8 @@ static inline void *pcpu_pop(struct kmem_cache *s)
                  : "memory", "cc"
                  : miss);
     pcpu_tsan_acquire(base);
+    if (!obj)                       /* a sheaf holds objects, never NULL */
+        __builtin_unreachable();
     return obj;
 miss:
     return NULL;

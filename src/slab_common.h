@@ -447,6 +447,9 @@ struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
  * destroyed one.  Slow paths only. */
 void kslab_check_cache(const char *fn, struct kmem_cache *s);
 void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
+/* x zeroed (__GFP_ZERO), out of line: a tail call keeps the inline fast
+ * paths free of a stack frame. */
+void *kslab_zero(struct kmem_cache *s, void *x) __attribute__((cold));
 /* kmalloc() aligned to `align` (a power of two): the malloc drop-in's core. */
 void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp);
 

@@ -66,7 +66,7 @@ static inline void *slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_s
     c->freelist = get_freepointer(s, object);
     counter_inc(&c->alloc_fast, 1);
     if (unlikely(gfp & __GFP_ZERO))
-        memset(object, 0, s->object_size);
+        return kslab_zero(s, object);
     return object;
 }
 
