@@ -11,6 +11,9 @@ if command -v valgrind >/dev/null; then
   {
     echo "## Fast-path instructions per call (callgrind, repeatable)"
     echo
+    echo "Valgrind has no rseq, so these are the per-thread mode's paths (the per-CPU mode's"
+    echo "are timed, in both modes, in the first table)."
+    echo
     echo "| front door | instructions per call |"
     echo "|---|---|"
     awk -F'\t' '{printf "| `%s` | %s |\n", $1, $2}' "$RAW/fastpath_ir.tsv"
