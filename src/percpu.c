@@ -92,7 +92,7 @@ enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_
     pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "movl $1, %k[r]\n\t"
-                         "cmpl 8(%[e]), %k[t]\n\t"
+                         "cmpl 16(%[e]), %k[t]\n\t"
                          "jae 2f\n\t"
                          "movl $2, %k[r]\n\t"
                          "cmpq %[x], 16(%[e],%[t],8)\n\t"
@@ -116,7 +116,7 @@ unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcp
     uintptr_t e, w, t, j, i, v;
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "xorl %k[j], %k[j]\n\t"
-                         "cmpl $0, 8(%[e])\n\t"       /* draining */
+                         "cmpl $0, 16(%[e])\n\t"       /* draining */
                          "je 2f\n\t"
                          "movq %[t], %[j]\n\t"
                          "cmpq %[n], %[j]\n\t"
@@ -154,7 +154,7 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
     uintptr_t e, w, t, j, i, v;
     pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
-                         "movl 8(%[e]), %k[j]\n\t"
+                         "movl 16(%[e]), %k[j]\n\t"
                          "cmpl %k[t], %k[j]\n\t"
                          "jbe 8f\n\t"                 /* full or draining */
                          "subl %k[t], %k[j]\n\t"      /* room */

@@ -57,13 +57,15 @@
 
 struct pcpu_sheaf {
     uint64_t word;          /* commit word: count | fast allocations << 16 */
-    uint32_t cap;           /* objects it may hold; 0: draining, or no sheaves yet */
-    uint32_t pad;
     int64_t slow_net;       /* atomic: objects slow paths put in minus took out */
+    uint32_t cap;           /* objects it may hold; 0: draining, or no sheaves yet */
+    uint32_t pad;           /* 0: with cap, the word the push's "objs[count - 1]"
+                             * reads when count is 0 -- never an object address */
     void *objs[PCPU_CAP_MAX];
 };
 _Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
-_Static_assert(offsetof(struct pcpu_sheaf, objs) == PCPU_HDR, "the asm knows the layout");
+_Static_assert(offsetof(struct pcpu_sheaf, cap) == 16 && offsetof(struct pcpu_sheaf, objs) ==
+               PCPU_HDR, "the asm knows the layout");
 
 /* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available): the
  * offset of the thread's struct rseq from the thread pointer, -1 in the
@@ -135,7 +137,7 @@ static inline void *pcpu_pop(struct kmem_cache *s)
     struct pcpu_sheaf *base = pcpu_base(s);
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  "subl $1, %k[t]\n\t"
-                 "cmpl 8(%[e]), %k[t]\n\t"
+                 "cmpl 16(%[e]), %k[t]\n\t"
                  "jae %l[miss]\n\t"
                  "movq 24(%[e],%[t],8), %[obj]\n\t"
                  "addq $0xffff, %[w]\n\t"      /* count - 1, allocations + 1 */
@@ -163,9 +165,9 @@ static inline bool pcpu_push(struct kmem_cache *s, void *x)
     struct pcpu_sheaf *base = pcpu_base(s);
     pcpu_tsan_release(base);        /* before the commit that publishes x */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
-                 "cmpl 8(%[e]), %k[t]\n\t"
+                 "cmpl 16(%[e]), %k[t]\n\t"
                  "jae %l[miss]\n\t"
-                 "cmpq %[x], 16(%[e],%[t],8)\n\t"   /* objs[count - 1] (count 0: slow_net) */
+                 "cmpq %[x], 16(%[e],%[t],8)\n\t"   /* objs[count - 1] (count 0: cap, pad) */
                  "je %l[miss]\n\t"
                  "movq %[x], 24(%[e],%[t],8)\n\t"
                  "addq $1, %[w]\n\t"
