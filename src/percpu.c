@@ -288,8 +288,10 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
             }
             if (r == PCPU_DUP)
                 kslab_double_free(s, x);
+            /* relaxed: only a hint; cap 0 (a drain in progress) sends x
+             * straight to its slab, a stale non-zero retries the push */
             if (!__atomic_load_n(&e->cap, __ATOMIC_RELAXED))
-                break;              /* draining: straight to the slab */
+                break;
             /* full: its top half goes on (barn or slabs), then retry.
              * Half, not all: a sheaf left empty would take a full one back
              * at its next allocation and sit at a boundary for ever. */
@@ -417,6 +419,7 @@ void kslab_pcpu_destroy(struct kmem_cache *s)
     atomic_fetch_add_explicit(&s->stat_total[ALLOC_FASTPATH], a, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->stat_total[FREE_FASTPATH], f, memory_order_relaxed);
     kslab_lock(&kslab_pcpu_lock);
+    /* relaxed: nobody may use s any more (destroy's contract) */
     __atomic_store_n(&s->pcpu, pcpu_none, __ATOMIC_RELAXED);
     *(void **)base = free_arrays;
     free_arrays = base;
