@@ -11,13 +11,14 @@ threads_run() {  # WHO ARGS...: the program's row, then runcmd's peak RSS (KiB)
   local who=$1 out; shift
   case $who in
     kslab) out=$(LD_PRELOAD=$KM $RUNCMD $B/malloc_threads "$who" "$@") ;;
+    kslab-thread) out=$(KSLAB_PERCPU=0 LD_PRELOAD=$KM $RUNCMD $B/malloc_threads "$who" "$@") ;;
     *) out=$(run_peer "$who" $RUNCMD $B/malloc_threads "$who" "$@") ;;
   esac
   printf '%s\t%s\n' "$(echo "$out" | head -1)" "$(echo "$out" | tail -1 | cut -f2)"
 }
 for r in $(seq "$ROUNDS"); do
-  for who in kslab $PEERS; do
-    [ "$who" = kslab ] || peer_ok "$who" || continue
+  for who in kslab kslab-thread $PEERS; do
+    case $who in kslab*) ;; *) peer_ok "$who" || continue ;; esac
     for n in 2 4 16; do threads_run "$who" server $n >> "$RAW/threads.tsv"; done
     for n in 2 4 16; do threads_run "$who" pipeline $n >> "$RAW/threads.tsv"; done
     threads_run "$who" idle 1000 >> "$RAW/threads.tsv"
@@ -34,15 +35,17 @@ done
   echo "Median of $ROUNDS interleaved rounds, peak RSS in MiB beside the rates; *kslab vs best*"
   echo "is kslab's figure over the best peer's (above 1 is better for rates, below 1 for RSS)."
   echo
-  echo "| row | kslab | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "*kslab* is the default per-CPU mode; *per-thread* the same library with KSLAB_PERCPU=0."
+  echo
+  echo "| row | kslab | kslab per-thread | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer |"
+  echo "|---|---|---|---|---|---|---|---|"
   awk -F'\t' -v peers="$PEERS" '
     function med(k, arr, c,   n, i, j, t, v) { n = c[k]; for (i = 1; i <= n; i++) v[i] = arr[k, i] + 0
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
       return v[int((n + 1) / 2)] }
     { k = $2 SUBSEP $1; if (!($2 in seen)) { seen[$2] = 1; rows[++nr] = $2; unit[$2] = $4 }
       cnt[k]++; val[k, cnt[k]] = $3; rss[k, cnt[k]] = $5 }
-    END { np = split("kslab " peers, who, " ")
+    END { np = split("kslab kslab-thread " peers, who, " ")
       for (i = 1; i <= nr; i++) { row = rows[i]; line = "| " row " (" unit[row] ")"; best = -1
         lower = (unit[row] ~ /RSS/)
         for (w = 1; w <= np; w++) { k = row SUBSEP who[w]
@@ -51,7 +54,7 @@ done
           if (lower) cell = sprintf("%d", m); else cell = sprintf("%.2f, %d MiB", m, med(k, rss, cnt) / 1024)
           line = line " | " cell
           if (w == 1) mine = m
-          else if (best < 0 || (lower && m < best) || (!lower && m > best)) best = m }
+          else if (w > 2 && (best < 0 || (lower && m < best) || (!lower && m > best))) best = m }
         printf "%s | %.2fx |\n", line, (best > 0 ? mine / best : 0) } }' "$RAW/threads.tsv"
   echo
 } >> "$REPORT"
