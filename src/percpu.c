@@ -248,6 +248,19 @@ static bool pcpu_create(struct kmem_cache *s)
 
 /* ---- slow paths ------------------------------------------------------------------------ */
 
+/* Out of memory: the objects other CPUs' sheaves hold are free too, and
+ * the barn's sheaves hold pages.  Shrink s (every CPU's sheaf and the barn
+ * back to the slabs, empty slabs to the page allocator) so that a retry can
+ * use them; false if s has no sheaves (nothing to retry for). */
+static bool pcpu_reclaim(struct kmem_cache *s)
+{
+    if (pcpu_base(s) == pcpu_none)
+        return false;
+    kslab_pcpu_drain(s);
+    kslab_be->shrink(s);
+    return true;
+}
+
 void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
 {
     void *x;
@@ -257,6 +270,8 @@ void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
     } else {
         void *buf[PCPU_CAP_MAX];
         unsigned cap = s->pcpu_cap, n = kslab_be->cpu_refill(s, buf, (cap + 1) / 2, cap);
+        if (!n && pcpu_reclaim(s))
+            n = kslab_be->cpu_refill(s, buf, (cap + 1) / 2, cap);
         if (!n)
             return NULL;
         x = buf[--n];
@@ -326,6 +341,8 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     while (i < size) {
         size_t want = size - i < 65536 ? size - i : 65536;
         unsigned n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
+        if (!n && pcpu_reclaim(s))
+            n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
         if (!n) {                   /* all or nothing: none was counted yet */
             kslab_be->cpu_drain(s, p, (unsigned)i, false);
             return 0;

@@ -1,7 +1,8 @@
 /* test_percpu.c - the cpu layer: the mode chosen at start-up, threads that
  * migrate between CPUs in the middle of their alloc/free loops
  * (sched_setaffinity), and shrink draining every CPU's sheaf while other
- * threads allocate and free.  Every object carries its owner's tag, checked
+ * threads allocate and free, and an out-of-memory refill that must find the
+ * objects another CPU's sheaf holds.  Every object carries its owner's tag, checked
  * before it is freed: a sheaf that lost, duplicated or corrupted an object
  * shows up as a wrong tag or wrong counters.  Runs in both modes. */
 #define _GNU_SOURCE
@@ -186,11 +187,69 @@ static void test_thread_churn(void)
     CHECK_EQ(bad, 0);
 }
 
+/* Out of memory, the objects freed on another CPU (some still in its
+ * sheaf) must still be found: the refill drains every CPU's sheaf and
+ * retries before it returns NULL. */
+static int pin_to(const cpu_set_t *all, int nth)
+{
+    cpu_set_t one;
+    for (int c = 0, k = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, all) && k++ == nth) {
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            return sched_setaffinity(0, sizeof one, &one);
+        }
+    return -1;
+}
+
+static void test_oom_other_cpu(void)
+{
+    static void *objs[1 << 17];
+    cpu_set_t allowed;
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    if (CPU_COUNT(&allowed) < 2)
+        return;
+    struct kmem_cache *c = kmem_cache_create("percpu_oom", 2000, 0, SLAB_NO_MERGE, NULL);
+    for (int i = 0; i < 100; i++)          /* past slow start: the sheaves exist */
+        objs[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    for (int i = 0; i < 100; i++)
+        kmem_cache_free(c, objs[i]);
+    kslab_test_fail_map(-1);
+    CHECK_EQ(pin_to(&allowed, 0), 0);
+    long n = 0;
+    while (n < (1 << 17) && (objs[n] = kmem_cache_alloc(c, GFP_KERNEL)) != NULL)
+        n++;
+    CHECK(n > 0 && n < (1 << 17));
+    CHECK_EQ(pin_to(&allowed, 1), 0);
+    for (long i = 0; i < n; i++)
+        kmem_cache_free(c, objs[i]);
+    CHECK_EQ(pin_to(&allowed, 0), 0);
+    long again = 0;
+    for (long i = 0; i < n; i++)
+        again += (objs[i] = kmem_cache_alloc(c, GFP_KERNEL)) != NULL;
+    CHECK_EQ(again, n);                     /* none stranded in CPU 1's sheaf */
+    if (again != n) {
+        struct kslab_stats st = test_stats(c);
+        printf("active %llu num_objs %llu slabs %llu barn put %llu get %llu flush %llu\n",
+               (unsigned long long)st.active_objs, (unsigned long long)st.num_objs,
+               (unsigned long long)st.num_slabs, (unsigned long long)st.barn_put,
+               (unsigned long long)st.barn_get, (unsigned long long)st.sheaf_flush);
+    }
+    kslab_test_fail_map(0);
+    sched_setaffinity(0, sizeof allowed, &allowed);
+    for (long i = 0; i < n; i++)
+        if (objs[i])
+            kmem_cache_free(c, objs[i]);
+    CHECK_EQ(test_stats(c).active_objs, 0);
+    kmem_cache_destroy(c);
+}
+
 int main(void)
 {
     test_mode();
     test_migration();
     test_shrink_under_load();
     test_thread_churn();
+    test_oom_other_cpu();
     return check_done();
 }
