@@ -154,15 +154,15 @@ static cold_fn void *alloc_nofail(struct kmem_cache *s, gfp_t gfp, size_t kmallo
     }
 }
 
-/* The slow half of every allocation: a tail call into the back-end.
- * noinline, not cold: it is SLUB's refill and sheaf path, and every
- * allocation of the other back-ends (cold would optimise it for size). */
 void *kslab_zero(struct kmem_cache *s, void *x)
 {
     memset(x, 0, s->object_size);
     return x;
 }
 
+/* The slow half of every allocation: a tail call into the back-end.
+ * noinline, not cold: it is SLUB's refill and sheaf path, and every
+ * allocation of the other back-ends (cold would optimise it for size). */
 noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     void *x = kslab_percpu ? NULL : slub_sheaf_pop(s);  /* a dead cache's: emptied */
