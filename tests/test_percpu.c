@@ -8,8 +8,11 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "helpers.h"
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,9 +26,12 @@ static void test_mode(void)
     const char *mode = kslab_cpu_mode();
     if (env && strcmp(env, "0") == 0)
         CHECK(strcmp(mode, "thread") == 0);
-    else if (&__rseq_size && __rseq_size >= 16)
+    else if (&__rseq_size && __rseq_size >= 16 &&
+             (syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) &
+              MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) &&
+             sysconf(_SC_NPROCESSORS_CONF) <= 1024)
         CHECK(strcmp(mode, "percpu") == 0);      /* the default where rseq works */
-    else
+    else if (!&__rseq_size || __rseq_size < 16)
         CHECK(strcmp(mode, "thread") == 0);      /* valgrind, old glibc */
     printf("cpu mode: %s\n", mode);
 }
