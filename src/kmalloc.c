@@ -342,12 +342,18 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 {
     if (s && unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_free_bulk", s);
-    kslab_be->free_bulk(s, size, p);   /* no init check: an object to free implies it */
+    if (kslab_percpu && kslab_be->cpu_drain)   /* no init check: an object implies it */
+        kslab_pcpu_free_bulk(s, size, p);
+    else
+        kslab_be->free_bulk(s, size, p);
 }
 
 void kfree_bulk(size_t size, void **p)
 {
-    kslab_be->free_bulk(NULL, size, p);
+    if (kslab_percpu && kslab_be->cpu_drain)
+        kslab_pcpu_free_bulk(NULL, size, p);
+    else
+        kslab_be->free_bulk(NULL, size, p);
 }
 
 /* A block that is no slab object: a large block in an arena (its pages

@@ -110,9 +110,14 @@ enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_
     return (enum pcpu_push_result)r;
 }
 
-/* Pop up to n objects (the top ones) into dst; how many. */
-unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep)
+/* Pop up to n objects (the top ones) into dst; how many.  alloc: they are
+ * allocations (bulk), counted in the commit word like the fast path's, so
+ * the caller adjusts nothing; otherwise (a flush, slow_net -= n by the
+ * caller) the count alone drops. */
+unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep,
+                        bool alloc)
 {
+    uint64_t mul = alloc ? PCPU_ALLOC_ONE - 1 : (uint64_t)-1;   /* per object popped */
     uintptr_t e, w, t, j, i, v;
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "xorl %k[j], %k[j]\n\t"
@@ -133,14 +138,16 @@ unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcp
                          "movq %[v], (%[dst],%[i],8)\n\t"
                          "jmp 6b\n\t"
                          "7:\n\t"
-                         "subq %[j], %[w]\n\t"
+                         "movq %[j], %[v]\n\t"
+                         "imulq %[mul], %[v]\n\t"
+                         "addq %[v], %[w]\n\t"
                          "movq %[w], (%[e])\n\t"      /* commit */
                          "2:\n\t"
                          PCPU_RSEQ_ABORT
                          : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [j] "=&r"(j),
                            [i] "=&r"(i), [v] "=&r"(v)
                          : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)),
-                           [dst] "r"(dst), [n] "r"((uintptr_t)n)
+                           [dst] "r"(dst), [n] "r"((uintptr_t)n), [mul] "r"(mul)
                          : "memory", "cc");
     *ep = (struct pcpu_sheaf *)e;
     pcpu_tsan_acquire(pcpu_base(s));
@@ -311,7 +318,7 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
              * Half, not all: a sheaf left empty would take a full one back
              * at its next allocation and sit at a boundary for ever. */
             void *buf[PCPU_CAP_MAX];
-            unsigned n = pcpu_pop_batch(s, buf, (s->pcpu_cap + 1) / 2, &e);
+            unsigned n = pcpu_pop_batch(s, buf, (s->pcpu_cap + 1) / 2, &e, false);
             if (n) {
                 slow_net_add(e, -(int64_t)n);
                 kslab_be->cpu_drain(s, buf, n, true);
@@ -323,6 +330,9 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
     kslab_count(s, FREE_SLOWPATH, 1);
 }
 
+/* Bulk allocation: what the current CPU's sheaf has, in one section (no
+ * atomic: counted as fast allocations in the commit word), then the rest
+ * straight from the slabs. */
 int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
 {
     size_t i = 0, fast;
@@ -330,10 +340,9 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
         while (i < size) {
             struct pcpu_sheaf *e;
             size_t want = size - i < PCPU_CAP_MAX ? size - i : PCPU_CAP_MAX;
-            unsigned n = pcpu_pop_batch(s, p + i, (unsigned)want, &e);
+            unsigned n = pcpu_pop_batch(s, p + i, (unsigned)want, &e, true);
             if (!n)
                 break;
-            slow_net_add(e, -(int64_t)n);
             i += n;
         }
     }
@@ -343,18 +352,112 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
         unsigned n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
         if (!n && pcpu_reclaim(s))
             n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
-        if (!n) {                   /* all or nothing: none was counted yet */
+        if (!n) {                   /* all or nothing */
             kslab_be->cpu_drain(s, p, (unsigned)i, false);
+            if (fast)               /* counted as allocated when popped */
+                kslab_count(s, FREE_SLOWPATH, fast);
             return 0;
         }
         i += n;
     }
-    kslab_count(s, ALLOC_FASTPATH, fast);
-    kslab_count(s, ALLOC_SLOWPATH, size - fast);
+    if (size > fast)
+        kslab_count(s, ALLOC_SLOWPATH, size - fast);
     if (gfp & __GFP_ZERO)
         for (size_t k = 0; k < size; k++)
             memset(p[k], 0, s->object_size);
     return (int)size;
+}
+
+/* Push n validated objects of s (flush on the caller's side): as many as
+ * fit in one section, counted as fast frees by the count they add; when the
+ * sheaf is full its top half goes on, as for a single free. */
+static void drain_in_order(struct kmem_cache *s, void **buf, unsigned n)
+{
+    /* buf holds the caller's array last entry first: give it back in the
+     * caller's order, so that (as with SLUB's detached freelists) its first
+     * entry ends at the head of its slab's freelist, freed last */
+    for (unsigned i = 0; i < n / 2; i++) {
+        void *t = buf[i];
+        buf[i] = buf[n - 1 - i];
+        buf[n - 1 - i] = t;
+    }
+    kslab_be->cpu_drain(s, buf, n, false);
+    kslab_count(s, FREE_SLOWPATH, n);
+}
+
+static void pcpu_push_all(struct kmem_cache *s, void **buf, unsigned n)
+{
+    if (!n)
+        return;
+    if (pcpu_base(s) == pcpu_none) {          /* no sheaves yet: to the slabs */
+        drain_in_order(s, buf, n);
+        return;
+    }
+    void *top = kslab_pcpu_top(s);            /* the object freed last (racy: a hint) */
+    if (unlikely(top == buf[0]))
+        kslab_double_free(s, buf[0]);
+    while (n) {
+        struct pcpu_sheaf *e;
+        unsigned k = pcpu_push_batch(s, buf, n, &e);
+        buf += k;
+        n -= k;
+        if (!n)
+            return;
+        if (!__atomic_load_n(&e->cap, __ATOMIC_RELAXED)) {   /* draining (relaxed: a hint) */
+            drain_in_order(s, buf, n);
+            return;
+        }
+        void *half[PCPU_CAP_MAX];
+        unsigned h = pcpu_pop_batch(s, half, (s->pcpu_cap + 1) / 2, &e, false);
+        if (h) {
+            slow_net_add(e, -(int64_t)h);
+            kslab_be->cpu_drain(s, half, h, true);
+            kslab_count(s, SHEAF_FLUSH, 1);
+        }
+    }
+}
+
+/*
+ * kmem_cache_free_bulk / kfree_bulk in the per-CPU mode: each object is
+ * validated as a single free is (kfree_bulk: its cache from its page; large
+ * blocks freed one by one), then runs of one cache are pushed onto the
+ * current CPU's sheaf a section at a time, last entry first, so p[0] ends
+ * on top as if freed last.  An object equal to the one pushed just before
+ * it, to the sheaf's top, or to its slab's freelist head is a double free.
+ * Caches without per-CPU sheaves go to their back-end one by one.
+ */
+void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p)
+{
+    const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
+    void *buf[PCPU_CAP_MAX];
+    unsigned nb = 0;
+    struct kmem_cache *cur = NULL;
+    while (size--) {
+        void *x = p[size];
+        if (ZERO_OR_NULL_PTR(x))
+            continue;
+        struct kmem_cache *s = want;
+        if (!want && (!in_arena(x) || !(s = addr_desc((uintptr_t)x)->cache))) {
+            kslab_free_nonslab(x, fn);       /* a large or huge block, or reported */
+            continue;
+        }
+        if (want && unlikely(!in_arena(x)))
+            kslab_bad_free(fn, want, x);
+        if (s != cur || nb == PCPU_CAP_MAX) {
+            pcpu_push_all(cur, buf, nb);
+            nb = 0;
+            cur = s;
+        }
+        if (!s->pcpu_cap) {                  /* the back-end validates */
+            kslab_be->free(want, s, x, fn);
+            continue;
+        }
+        struct slab *slab = kslab_slab_of(want, s, x, fn);
+        if (unlikely(slab_freelist(slab) == x || (nb && buf[nb - 1] == x)))
+            kslab_double_free(s, x);
+        buf[nb++] = x;
+    }
+    pcpu_push_all(cur, buf, nb);
 }
 
 /* ---- shrink, destroy, events ------------------------------------------------------------- */

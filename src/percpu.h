@@ -186,7 +186,8 @@ miss:
 /* The slow paths' sections (percpu.c). */
 enum pcpu_push_result { PCPU_PUSHED, PCPU_MISS, PCPU_DUP };
 enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
-unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep);
+unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep,
+                        bool alloc);
 unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
                          struct pcpu_sheaf **ep);
 
@@ -196,6 +197,7 @@ void kslab_percpu_atfork_child(void);
 void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp);
 void kslab_pcpu_free(struct kmem_cache *s, void *x);     /* x validated */
 int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p);
+void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p);
 void kslab_pcpu_drain(struct kmem_cache *s);             /* shrink: every CPU's sheaf */
 void kslab_pcpu_destroy(struct kmem_cache *s);           /* destroy: nobody uses s */
 void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS]);

@@ -375,6 +375,14 @@ static inline struct slab *kslab_slab_of(struct kmem_cache *want, struct kmem_ca
     return slab;
 }
 
+/* The slab's own freelist head (relaxed: a hint for the double-free test,
+ * or the value a compare-and-swap then checks).  SLUB: the first free
+ * object; SLAB: its index array, inside a free object when OBJFREELIST. */
+static inline void *slab_freelist(struct slab *slab)
+{
+    return __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED);
+}
+
 /* Both: x validated from scratch; *sp is its cache. */
 static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void *x,
                                              const char *fn, struct kmem_cache **sp)

@@ -86,12 +86,6 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
     counter_inc(&c->free_fast, 1);
     return true;
 }
-/* The slab's own freelist head (relaxed: a hint for the double-free test,
- * or the value a compare-and-swap then checks). */
-static inline void *slab_freelist(struct slab *slab)
-{
-    return __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED);
-}
 
 /* The thread's sheaf of a cache: the object it gives out next (the one
  * freed last), and one object out or in, counting the event. */
