@@ -387,8 +387,12 @@ static void drain_in_order(struct kmem_cache *s, void **buf, unsigned n)
 
 static void pcpu_push_all(struct kmem_cache *s, void **buf, unsigned n)
 {
-    if (!n)
+    if (n <= 3) {                             /* a section each beats a batch's setup */
+        for (unsigned i = 0; i < n; i++)
+            if (!pcpu_push(s, buf[i]))
+                kslab_pcpu_free(s, buf[i]);   /* full, draining, no sheaves, or a double free */
         return;
+    }
     if (pcpu_base(s) == pcpu_none) {          /* no sheaves yet: to the slabs */
         drain_in_order(s, buf, n);
         return;
