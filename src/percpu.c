@@ -336,7 +336,8 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
 int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
 {
     size_t i = 0, fast;
-    if (pcpu_base(s) != pcpu_none) {
+    /* a cache used only in bulk gets its sheaves after slow start too */
+    if (pcpu_base(s) != pcpu_none || pcpu_create(s)) {
         while (i < size) {
             struct pcpu_sheaf *e;
             size_t want = size - i < PCPU_CAP_MAX ? size - i : PCPU_CAP_MAX;
@@ -436,10 +437,21 @@ void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p)
     void *buf[PCPU_CAP_MAX];
     unsigned nb = 0;
     struct kmem_cache *cur = NULL;
+    struct slab *lslab = NULL;          /* the last object's slab, validated */
+    uintptr_t lbase = 0;
     while (size--) {
         void *x = p[size];
         if (ZERO_OR_NULL_PTR(x))
             continue;
+        /* another object of the slab just validated (bulk frees come in
+         * runs of one slab): only "is x an object start" is left */
+        if (lslab && nb && nb < PCPU_CAP_MAX && ((uintptr_t)x & cur->slab_mask) == lbase &&
+            object_start(cur, lbase + lslab->pg_colour, x)) {
+            if (unlikely(slab_freelist(lslab) == x || buf[nb - 1] == x))
+                kslab_double_free(cur, x);
+            buf[nb++] = x;
+            continue;
+        }
         struct kmem_cache *s = want;
         if (!want && (!in_arena(x) || !(s = addr_desc((uintptr_t)x)->cache))) {
             kslab_free_nonslab(x, fn);       /* a large or huge block, or reported */
@@ -460,6 +472,8 @@ void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p)
         if (unlikely(slab_freelist(slab) == x || (nb && buf[nb - 1] == x)))
             kslab_double_free(s, x);
         buf[nb++] = x;
+        lslab = slab;
+        lbase = (uintptr_t)x & s->slab_mask;
     }
     pcpu_push_all(cur, buf, nb);
 }
