@@ -146,12 +146,9 @@ static int slab_cache_init(struct kmem_cache *s)
 /* ---- the index array --------------------------------------------------------- */
 
 /* slab->freelist is the index array (OBJFREELIST: the free object that hosts
- * it).  Written under list_lock; the per-CPU free path reads it without the
- * lock (relaxed) to catch a free of the hosting, free, object. */
-static inline void set_slab_freelist(struct slab *slab, void *a)
-{
-    __atomic_store_n(&slab->freelist, a, __ATOMIC_RELAXED);
-}
+ * it), written under list_lock with slab_set_freelist(): the per-CPU free
+ * path reads it without the lock to catch a free of the hosting, free,
+ * object. */
 
 static inline unsigned idx_get(const struct kmem_cache *s, const struct slab *slab, unsigned i)
 {
@@ -183,7 +180,7 @@ static void *slab_get_obj(struct kmem_cache *s, struct slab *slab)
     void *obj = slab_mem(slab) + (size_t)idx_get(s, slab, active) * s->size;
     slab->counters.inuse = active + 1;
     if (slab_c(s)->placement == OBJFREELIST && active + 1 == s->objects)
-        set_slab_freelist(slab, NULL); /* the array's host object was the last one */
+        slab_set_freelist(slab, NULL); /* the array's host object was the last one */
     return obj;
 }
 
@@ -195,7 +192,7 @@ static void slab_put_obj(struct kmem_cache *s, struct slab *slab, void *obj)
         kslab_double_free(s, obj);
     unsigned idx = (unsigned)(((char *)obj - slab_mem(slab)) / s->size);
     if (slab_c(s)->placement == OBJFREELIST && !slab->freelist)
-        set_slab_freelist(slab, obj);  /* a full slab: the freed object hosts the array */
+        slab_set_freelist(slab, obj);  /* a full slab: the freed object hosts the array */
     for (unsigned i = active; i < s->objects; i++)  /* freed twice (not at the array top)? */
         if (unlikely(idx_get(s, slab, i) == idx))
             kslab_double_free(s, obj);
@@ -277,11 +274,11 @@ static bool cache_grow(struct kmem_cache *s)
         for (unsigned i = 0; i < s->objects; i++)
             s->ctor(mem + (size_t)i * s->size);
     if (sc->placement == OFF_SLAB)
-        set_slab_freelist(slab, offslab);
+        slab_set_freelist(slab, offslab);
     else if (sc->placement == ON_SLAB)
-        set_slab_freelist(slab, base + (PAGE_SIZE << s->order) - (size_t)s->objects * sc->idx_size);
+        slab_set_freelist(slab, base + (PAGE_SIZE << s->order) - (size_t)s->objects * sc->idx_size);
     else                               /* hosted by the last object, allocated last */
-        set_slab_freelist(slab, mem + (size_t)(s->objects - 1) * s->size);
+        slab_set_freelist(slab, mem + (size_t)(s->objects - 1) * s->size);
     slab->counters.word = 0;
     slab->counters.objects = (uint16_t)s->objects;
     slab->counters.order = (uint8_t)s->order;

@@ -382,6 +382,12 @@ static inline void *slab_freelist(struct slab *slab)
 {
     return __atomic_load_n(&slab->freelist, __ATOMIC_RELAXED);
 }
+/* Its writer's side where the slab's lock (or its owner) orders the change:
+ * relaxed, because the per-CPU inline free reads it without the lock. */
+static inline void slab_set_freelist(struct slab *slab, void *head)
+{
+    __atomic_store_n(&slab->freelist, head, __ATOMIC_RELAXED);
+}
 
 /* Both: x validated from scratch; *sp is its cache. */
 static inline struct slab *kslab_object_slab(struct kmem_cache *want, const void *x,

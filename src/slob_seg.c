@@ -30,14 +30,6 @@ static struct slab *seg_new_slab(struct kmem_cache *s)
     return slab;
 }
 
-
-/* Written under the cache's lock; the per-CPU mode's inline free reads the
- * slab's freelist head without it (relaxed) before it sends x here. */
-static inline void set_seg_freelist(struct slab *slab, void *head)
-{
-    __atomic_store_n(&slab->freelist, head, __ATOMIC_RELAXED);
-}
-
 static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     kslab_lock(&s->list_lock);
@@ -52,7 +44,7 @@ static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         slab = s->partial;
     }
     void *o = slab->freelist;
-    set_seg_freelist(slab, get_freepointer(s, o));
+    slab_set_freelist(slab, get_freepointer(s, o));
     slab->counters.inuse++;
     if (!slab->freelist)
         remove_partial(s, slab);          /* full: on no list */
@@ -74,7 +66,7 @@ static void seg_free(struct kmem_cache *want, struct kmem_cache *s, void *x, con
     }
     bool was_full = slab->freelist == NULL;
     set_freepointer(s, x, slab->freelist);
-    set_seg_freelist(slab, x);
+    slab_set_freelist(slab, x);
     slab->counters.inuse--;
     if (was_full)
         add_partial(s, slab);

@@ -297,7 +297,7 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
     c.frozen = mode == NEW_SLAB_CPU;
     c.order = (uint8_t)s->order;
     slab->next = slab->prev = NULL;
-    __atomic_store_n(&slab->freelist, mode == NEW_SLAB_FREE ? base : NULL, __ATOMIC_RELAXED);
+    slab_set_freelist(slab, mode == NEW_SLAB_FREE ? base : NULL);
     __atomic_store_n(&slab->counters.word, c.word, __ATOMIC_RELAXED);
     pages_publish(slab);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
