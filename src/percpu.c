@@ -263,8 +263,7 @@ static bool pcpu_reclaim(struct kmem_cache *s)
 {
     if (pcpu_base(s) == pcpu_none)
         return false;
-    kslab_pcpu_drain(s);
-    kslab_be->shrink(s);
+    kslab_shrink(s);
     return true;
 }
 

@@ -364,7 +364,14 @@ int kmem_cache_shrink(struct kmem_cache *s)
     if (!s)
         return 0;
     kslab_check_cache("kmem_cache_shrink", s);
-    kslab_pcpu_drain(s);            /* every CPU's sheaf, as the kernel flushes them */
+    return kslab_shrink(s);
+}
+
+/* Every CPU's sheaf (as the kernel flushes them), then the back-end's
+ * shrink: kmem_cache_shrink, malloc_trim, and an allocation out of memory. */
+int kslab_shrink(struct kmem_cache *s)
+{
+    kslab_pcpu_drain(s);
     return kslab_be->shrink(s);
 }
 
@@ -398,10 +405,8 @@ size_t kslab_trim(void)
     if (t)
         pages_pcp_drain(&t->pcp);
     kslab_lock(&cache_lock);
-    for (struct kmem_cache *s = cache_list; s; s = s->next_cache) {
-        kslab_pcpu_drain(s);
-        kslab_be->shrink(s);
-    }
+    for (struct kmem_cache *s = cache_list; s; s = s->next_cache)
+        kslab_shrink(s);
     kslab_unlock(&cache_lock);
     pages_release_all();
     kslab_memory(&b);

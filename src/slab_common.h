@@ -460,6 +460,10 @@ struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
 /* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a
  * destroyed one.  Slow paths only. */
 void kslab_check_cache(const char *fn, struct kmem_cache *s);
+/* kmem_cache_shrink without the check: every CPU's sheaf, then the
+ * back-end's shrink (never creates thread state; any lock order that
+ * allows list_lock). */
+int kslab_shrink(struct kmem_cache *s);
 void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
 /* x zeroed (__GFP_ZERO), out of line: a tail call keeps the inline fast
  * paths free of a stack frame. */
