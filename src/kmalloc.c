@@ -298,10 +298,6 @@ void *kslab_malloc(size_t size, gfp_t flags)
 
 /* ---- bulk ---------------------------------------------------------------------- */
 
-/* Per-CPU bulk allocations of at most this many objects take the
- * single-object path: a section per object beats the batch's fixed cost. */
-#define BULK_SMALL 3
-
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
 {
     size_t done = kslab_percpu ? 0 : slub_alloc_bulk_fast(s, size, p);
@@ -310,19 +306,8 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     kslab_ensure_init();
     if (unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_alloc_bulk", s);
-    if (kslab_percpu && s->pcpu_cap) {
-        /* a few objects: the single-object path is cheaper than a batch */
-        if (size <= BULK_SMALL) {
-            for (size_t i = 0; i < size; i++)
-                if (!(p[i] = fast_alloc(s, gfp, 0))) {
-                    while (i--)
-                        kmem_cache_free(s, p[i]);
-                    return 0;
-                }
-            return (int)size;
-        }
+    if (kslab_percpu && s->pcpu_cap)
         return kslab_pcpu_alloc_bulk(s, gfp, size, p);
-    }
     return kslab_be->alloc_bulk(s, gfp, size, done, p);
 }
 

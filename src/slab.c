@@ -495,20 +495,11 @@ static void cache_flusharray(struct kmem_cache *s, struct kmem_cache_cpu_cold *a
     ac->sheaf_count -= batch;
 }
 
-/* The per-CPU mode's refill and drain: per-CPU array caches in front of
- * the same shared array and lists (no thread state). */
+/* The per-CPU mode's refill (and slab_cpu_drain below): per-CPU array
+ * caches in front of the same shared array and lists (no thread state). */
 static unsigned slab_cpu_refill(struct kmem_cache *s, void **p, unsigned want, unsigned max)
 {
     return slab_refill(s, p, want);
-}
-
-static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned n);
-static void slab_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whole)
-{
-    if (whole)
-        slab_give_back(s, p, n, false);   /* a full per-CPU array cache */
-    else
-        free_to_slabs(s, p, n);           /* one object, or a shrink */
 }
 
 /* Objects straight back into their slabs, bypassing the array caches
@@ -526,6 +517,14 @@ static void free_to_slab(struct kmem_cache *s, void *x)
 {
     free_to_slabs(s, &x, 1);
     stat_add(s, NULL, FREE_SLOWPATH, 1);
+}
+
+static void slab_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whole)
+{
+    if (whole)
+        slab_give_back(s, p, n, false);   /* a full per-CPU array cache */
+    else
+        free_to_slabs(s, p, n);           /* one object, or a shrink */
 }
 
 /* An off-slab index array is a kmalloc object; it is freed from flush,

@@ -234,13 +234,6 @@ static void test_oom_other_cpu(void)
     for (long i = 0; i < n; i++)
         again += (objs[i] = kmem_cache_alloc(c, GFP_KERNEL)) != NULL;
     CHECK_EQ(again, n);                     /* none stranded in CPU 1's sheaf */
-    if (again != n) {
-        struct kslab_stats st = test_stats(c);
-        printf("active %llu num_objs %llu slabs %llu barn put %llu get %llu flush %llu\n",
-               (unsigned long long)st.active_objs, (unsigned long long)st.num_objs,
-               (unsigned long long)st.num_slabs, (unsigned long long)st.barn_put,
-               (unsigned long long)st.barn_get, (unsigned long long)st.sheaf_flush);
-    }
     kslab_test_fail_map(0);
     sched_setaffinity(0, sizeof allowed, &allowed);
     for (long i = 0; i < n; i++)
