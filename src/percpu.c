@@ -348,6 +348,14 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
     kslab_count(s, FREE_SLOWPATH, 1);
 }
 
+/* One validated object, as a single free: the push, else the slow path
+ * (full, draining, no sheaves yet, or a double free). */
+static void pcpu_free_one(struct kmem_cache *s, void *x)
+{
+    if (!pcpu_push(s, x))
+        kslab_pcpu_free(s, x);
+}
+
 /* Bulk allocation: what the current CPU's sheaf has, in one section (no
  * atomic: counted as fast allocations in the commit word), then the rest
  * straight from the slabs. */
@@ -394,8 +402,7 @@ zero:
     return (int)size;
 fail_single:                        /* all or nothing: free (and count) what we got */
     while (i--)
-        if (!pcpu_push(s, p[i]))
-            kslab_pcpu_free(s, p[i]);
+        pcpu_free_one(s, p[i]);
     return 0;
 }
 
@@ -420,8 +427,7 @@ static void pcpu_push_all(struct kmem_cache *s, void **buf, unsigned n)
 {
     if (n <= BULK_SINGLE) {
         for (unsigned i = 0; i < n; i++)
-            if (!pcpu_push(s, buf[i]))
-                kslab_pcpu_free(s, buf[i]);   /* full, draining, no sheaves, or a double free */
+            pcpu_free_one(s, buf[i]);
         return;
     }
     if (pcpu_base(s) == pcpu_none) {          /* no sheaves yet: to the slabs */
