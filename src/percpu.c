@@ -36,9 +36,7 @@ static unsigned nr_cpus;            /* possible CPUs */
 
 /* Every entry empty with cap 0: what a cache without sheaves points at.
  * Zero-fill bss that is only ever read (the zero page). */
-static struct pcpu_sheaf pcpu_none_entries[PCPU_MAX_CPUS]
-    __attribute__((aligned(PCPU_STRIDE)));
-struct pcpu_sheaf *const pcpu_none = pcpu_none_entries;
+struct pcpu_sheaf pcpu_none[PCPU_MAX_CPUS] __attribute__((aligned(PCPU_STRIDE)));
 
 #define PCPU_SLOW_START 16
 
@@ -86,28 +84,48 @@ void kslab_percpu_atfork_child(void)
 
 /* ---- the slow paths' critical sections (rules: percpu.h) --------------------------- */
 
-enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep)
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep,
+                                     uintptr_t hint_start, uint64_t hint_gen)
 {
     uintptr_t e, w, t, r;
     pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "movl $1, %k[r]\n\t"
-                         "cmpl 16(%[e]), %k[t]\n\t"
+                         "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
                          "jae 2f\n\t"
                          "movl $2, %k[r]\n\t"
-                         "cmpq %[x], 16(%[e],%[t],8)\n\t"
+                         "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"
                          "je 2f\n\t"
-                         "movq %[x], 24(%[e],%[t],8)\n\t"
+                         "testq %[hs], %[hs]\n\t"
+                         "jz 5f\n\t"                 /* rule 6: start, then gen */
+                         "movq %[hs], " PCPU_STR(PCPU_HINT_OFF) "(%[e])\n\t"
+                         "movq %[hg], " PCPU_STR(PCPU_GEN_OFF) "(%[e])\n\t"
+                         "5:\n\t"
+                         "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
                          "addq $1, %[w]\n\t"
                          "xorl %k[r], %k[r]\n\t"
                          "movq %[w], (%[e])\n\t"      /* commit */
                          "2:\n\t"
                          PCPU_RSEQ_ABORT
                          : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [r] "=&r"(r)
-                         : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)
+                         : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x),
+                           [hs] "r"(hint_start), [hg] "r"(hint_gen)
                          : "memory", "cc");
     *ep = (struct pcpu_sheaf *)e;
     return (enum pcpu_push_result)r;
+}
+
+bool kslab_pcpu_free_check(struct kmem_cache *s, void *x)
+{
+    /* acquire: the generation is read before the descriptor it vouches
+     * for (pairs with the release increment in kslab_discard_slab) */
+    uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
+    struct slab *slab;
+    if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x)
+        return false;
+    struct pcpu_sheaf *e;
+    return pcpu_push_slow(s, x, &e, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen) ==
+           PCPU_PUSHED;
 }
 
 /* Pop up to n objects (the top ones) into dst; how many.  alloc: they are
@@ -121,7 +139,7 @@ unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcp
     uintptr_t e, w, t, j, i, v;
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "xorl %k[j], %k[j]\n\t"
-                         "cmpl $0, 16(%[e])\n\t"       /* draining */
+                         "cmpl $0, " PCPU_STR(PCPU_CAP_OFF) "(%[e])\n\t"       /* draining */
                          "je 2f\n\t"
                          "movq %[t], %[j]\n\t"
                          "cmpq %[n], %[j]\n\t"
@@ -134,7 +152,7 @@ unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcp
                          "jz 7f\n\t"
                          "subq $1, %[i]\n\t"
                          "subq $1, %[t]\n\t"
-                         "movq 24(%[e],%[t],8), %[v]\n\t"
+                         "movq " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8), %[v]\n\t"
                          "movq %[v], (%[dst],%[i],8)\n\t"
                          "jmp 6b\n\t"
                          "7:\n\t"
@@ -161,7 +179,7 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
     uintptr_t e, w, t, j, i, v;
     pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
-                         "movl 16(%[e]), %k[j]\n\t"
+                         "movl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[j]\n\t"
                          "cmpl %k[t], %k[j]\n\t"
                          "jbe 8f\n\t"                 /* full or draining */
                          "subl %k[t], %k[j]\n\t"      /* room */
@@ -174,7 +192,7 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
                          "cmpq %[j], %[i]\n\t"
                          "jae 7f\n\t"
                          "movq (%[src],%[i],8), %[v]\n\t"
-                         "movq %[v], 24(%[e],%[t],8)\n\t"
+                         "movq %[v], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
                          "addq $1, %[i]\n\t"
                          "addq $1, %[t]\n\t"
                          "jmp 6b\n\t"
@@ -201,7 +219,7 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
 /* Arrays of nr_cpus entries come from the page layer, several to a page
  * when they are small, and are kept on a free list for the next cache when
  * a cache is destroyed (kslab_pcpu_lock). */
-static struct kmem_cache pcpu_pages = { .name = "percpu" };
+static struct kmem_cache pcpu_pages = { .name = "percpu", .pcpu = pcpu_none };
 static void *free_arrays;
 
 static size_t array_bytes(void)
@@ -332,7 +350,7 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
     if (pcpu_base(s) != pcpu_none) {
         for (;;) {
             struct pcpu_sheaf *e;
-            enum pcpu_push_result r = pcpu_push_slow(s, x, &e);
+            enum pcpu_push_result r = pcpu_push_slow(s, x, &e, 0, 0);
             if (r == PCPU_PUSHED) {
                 slow_net_add(e, 1);
                 kslab_count(s, FREE_SLOWPATH, 1);

@@ -37,6 +37,19 @@
  *     after the fence it owns the entry until it stores cap back.
  *  5. Never call out of, or fault inside, a section: the sections read and
  *     write only the entry and the caller's buffer.
+ *  6. The validated-slab hint.  A freed pointer must be checked (a live slab
+ *     of this cache, an object's start) before it may enter a sheaf; the
+ *     full check reads the slab's page descriptor.  Each entry remembers the
+ *     last slab the check passed on this CPU: hint_start (its first object)
+ *     and hint_gen (s->pcpu_gen when the check began; every slab the cache
+ *     gives back to the page allocator bumps it first).  A free whose x is
+ *     an object start of that slab while s->pcpu_gen still equals hint_gen
+ *     needs nothing else: the slab cannot have left the cache.  The hint is
+ *     written inside a push section before its commit, hint_start first and
+ *     then hint_gen: an abort between the two leaves a new start with the
+ *     old generation, which is still sound, since the new start was checked
+ *     at a generation no older than that.  What the hint skips is the
+ *     slab-freelist double-free test; the sheaf-top test stays.
  *
  * What a miss does is in percpu.c.  Events: fast allocations are counted in
  * the commit word; objects the slow paths put in or took out are summed
@@ -49,23 +62,37 @@
 
 #define PCPU_SHIFT 9
 #define PCPU_STRIDE (1u << PCPU_SHIFT)
-#define PCPU_HDR 24
-#define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR) / sizeof(void *))   /* 61 */
+/* The header's layout, which the asm spells with these offsets. */
+#define PCPU_HINT_OFF 16
+#define PCPU_GEN_OFF 24
+#define PCPU_CAP_OFF 32
+#define PCPU_OBJS_OFF 40
+#define PCPU_TOP_OFF (PCPU_OBJS_OFF - 8)    /* objs[count - 1] is TOP(e, count, 8) */
+#define PCPU_HDR PCPU_OBJS_OFF
+#define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR) / sizeof(void *))   /* 59 */
 #define PCPU_MAX_CPUS 1024          /* more possible CPUs: the per-thread mode */
 #define PCPU_COUNT_MASK 0xffffull
 #define PCPU_ALLOC_ONE (1ull << 16)
+#define PCPU_STR_(x) #x
+#define PCPU_STR(x) PCPU_STR_(x)
 
 struct pcpu_sheaf {
     uint64_t word;          /* commit word: count | fast allocations << 16 */
     int64_t slow_net;       /* atomic: objects slow paths put in minus took out */
+    /* The validated-slab hint (rule 6): the first object of a slab of the
+     * cache found live when s->pcpu_gen was hint_gen. */
+    uintptr_t hint_start;
+    uint64_t hint_gen;
     uint32_t cap;           /* objects it may hold; 0: draining, or no sheaves yet */
     uint32_t pad;           /* 0: with cap, the word the push's "objs[count - 1]"
                              * reads when count is 0 -- never an object address */
     void *objs[PCPU_CAP_MAX];
 };
 _Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
-_Static_assert(offsetof(struct pcpu_sheaf, cap) == 16 && offsetof(struct pcpu_sheaf, objs) ==
-               PCPU_HDR, "the asm knows the layout");
+_Static_assert(offsetof(struct pcpu_sheaf, hint_start) == PCPU_HINT_OFF &&
+               offsetof(struct pcpu_sheaf, hint_gen) == PCPU_GEN_OFF &&
+               offsetof(struct pcpu_sheaf, cap) == PCPU_CAP_OFF &&
+               offsetof(struct pcpu_sheaf, objs) == PCPU_OBJS_OFF, "the asm knows the layout");
 
 /* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available): the
  * offset of the thread's struct rseq from the thread pointer, -1 in the
@@ -137,9 +164,9 @@ static inline void *pcpu_pop(struct kmem_cache *s)
     struct pcpu_sheaf *base = pcpu_base(s);
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  "subl $1, %k[t]\n\t"
-                 "cmpl 16(%[e]), %k[t]\n\t"
+                 "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
                  "jae %l[miss]\n\t"
-                 "movq 24(%[e],%[t],8), %[obj]\n\t"
+                 "movq " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8), %[obj]\n\t"
                  "addq $0xffff, %[w]\n\t"      /* count - 1, allocations + 1 */
                  "movq %[w], (%[e])\n\t"       /* commit */
                  "2:\n\t"
@@ -165,11 +192,11 @@ static inline bool pcpu_push(struct kmem_cache *s, void *x)
     struct pcpu_sheaf *base = pcpu_base(s);
     pcpu_tsan_release(base);        /* before the commit that publishes x */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
-                 "cmpl 16(%[e]), %k[t]\n\t"
+                 "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
                  "jae %l[miss]\n\t"
-                 "cmpq %[x], 16(%[e],%[t],8)\n\t"   /* objs[count - 1] (count 0: cap, pad) */
+                 "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t" /* objs[count - 1] (count 0: cap, pad) */
                  "je %l[miss]\n\t"
-                 "movq %[x], 24(%[e],%[t],8)\n\t"
+                 "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
                  "addq $1, %[w]\n\t"
                  "movq %[w], (%[e])\n\t"       /* commit */
                  "2:\n\t"
@@ -183,9 +210,53 @@ miss:
     return false;
 }
 
+/* The front doors' free: push x, not yet validated, onto the current CPU's
+ * sheaf when the hint (rule 6) vouches for it; otherwise the full check,
+ * which sets the hint (kslab_pcpu_free_check).  false: full, draining, an
+ * immediate double free, or not an object of s -- the slow path decides. */
+bool kslab_pcpu_free_check(struct kmem_cache *s, void *x);
+static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
+{
+    uintptr_t e, w, t, v;
+    struct pcpu_sheaf *base = pcpu_base(s);
+    pcpu_tsan_release(base);        /* before the commit that publishes x */
+    __asm__ __volatile__ goto(PCPU_RSEQ_CS
+                 "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
+                 "jae %l[miss]\n\t"
+                 "movq %[x], %[v]\n\t"       /* obj_index(x - hint_start) < objects */
+                 "subq " PCPU_STR(PCPU_HINT_OFF) "(%[e]), %[v]\n\t"
+                 "imulq %[inv], %[v]\n\t"
+                 "rorq %%cl, %[v]\n\t"
+                 "cmpq %[nobj], %[v]\n\t"
+                 "jae %l[check]\n\t"
+                 "movq " PCPU_STR(PCPU_GEN_OFF) "(%[e]), %[v]\n\t"
+                 "cmpq %[gen], %[v]\n\t"     /* no slab given back since */
+                 "jne %l[check]\n\t"
+                 "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"
+                 "je %l[miss]\n\t"
+                 "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
+                 "addq $1, %[w]\n\t"
+                 "movq %[w], (%[e])\n\t"       /* commit */
+                 "2:\n\t"
+                 PCPU_RSEQ_ABORT
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
+                 : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
+                   [inv] "m"(s->inv), "c"(s->shift), [nobj] "r"((uint64_t)s->objects),
+                   [gen] "m"(s->pcpu_gen)
+                 : "memory", "cc"
+                 : miss, check);
+    return true;
+check:
+    return kslab_pcpu_free_check(s, x);
+miss:
+    return false;
+}
+
 /* The slow paths' sections (percpu.c). */
 enum pcpu_push_result { PCPU_PUSHED, PCPU_MISS, PCPU_DUP };
-enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
+/* hint_start: 0, or the hint (rule 6) to set with the push */
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep,
+                                     uintptr_t hint_start, uint64_t hint_gen);
 unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep,
                         bool alloc);
 unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
@@ -204,6 +275,9 @@ void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS]);
 /* The top of the current CPU's sheaf of s, or NULL: a racy read, only for
  * the bulk frees' double-free test. */
 void *kslab_pcpu_top(struct kmem_cache *s);
-extern struct pcpu_sheaf *const pcpu_none;
+/* Caches without sheaves, and the pseudo caches that own metadata pages
+ * (their descriptors name them, so kfree's inline path reaches them), point
+ * at it: an address constant, for static initialisers too. */
+extern struct pcpu_sheaf pcpu_none[PCPU_MAX_CPUS] __attribute__((visibility("hidden")));
 extern kslab_lock_t kslab_pcpu_lock;
 #endif

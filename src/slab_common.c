@@ -110,6 +110,7 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
 {
     memset(s, 0, sizeof *s);
     s->pcpu = pcpu_none;            /* per-CPU sheaves come after slow start */
+    s->pcpu_gen = 1;                /* never an entry's hint_gen 0: no hint yet */
     s->is_kmalloc = kmalloc;        /* before cache_init: it may pick the geometry by it */
     snprintf(s->name, sizeof s->name, "%s", name);
     s->object_size = size;
@@ -231,6 +232,9 @@ void kslab_discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, st
     atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
     stat_add(s, cc, FREE_SLAB, 1);
+    /* release: the per-CPU hints (percpu.h, rule 6) see the slab gone
+     * before its pages can serve anything else */
+    __atomic_fetch_add(&s->pcpu_gen, 1, __ATOMIC_RELEASE);
     pages_free(slab, s->order);
 }
 

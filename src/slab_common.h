@@ -105,6 +105,9 @@ struct kmem_cache {
      * (release store when created, under kslab_pcpu_lock) */
     struct pcpu_sheaf *pcpu;
     _Atomic uint32_t pcpu_uses;   /* slow-start allocations before the sheaves */
+    /* Slabs given back so far, from 1 (percpu.h, rule 6): the per-CPU
+     * hints' generation.  Atomic builtins; the inline free reads it plainly. */
+    uint64_t pcpu_gen;
     void (*ctor)(void *);
 
     /* ---- the per-cache ("node") slab list: SLUB, slob-seg and SLAB ---- */

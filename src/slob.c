@@ -29,6 +29,7 @@
  * Lock order: slob_lock -> pages_lock (pages are freed with it dropped).
  */
 #include "slob.h"
+#include "percpu.h"
 
 #define UNIT 8u
 #define PAGE_UNITS (PAGE_SIZE / UNIT)
@@ -52,7 +53,8 @@ static struct slab *slob_lists[3];          /* small, medium, large (slob_lock) 
 /* Pages shared by all caches name this pseudo cache in their descriptors:
  * objects == 0 makes SLUB's inline free test miss, so kfree() comes here. */
 static struct kmem_cache slob_pages = {
-    .name = "slob-pages", .objects = 0, .size = 8, .slab_mask = ~(PAGE_SIZE - 1)
+    .name = "slob-pages", .objects = 0, .size = 8, .slab_mask = ~(PAGE_SIZE - 1),
+    .pcpu = pcpu_none
 };
 
 /* Always odd, so it can never read as TAG_FREE. */

@@ -13,6 +13,42 @@ static void cache_free_interior(void *a)
     char *p = kmem_cache_alloc(c, GFP_KERNEL);
     kmem_cache_free(c, p + 40);
 }
+/* Past slow start: the cache has its per-CPU sheaves (per-CPU mode). */
+static void warm(struct kmem_cache *c)
+{
+    for (int i = 0; i < 32; i++)
+        kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
+}
+/* Per-CPU mode: the free of p checks p's slab and leaves it as the CPU's
+ * hint (percpu.h, rule 6); q + 40 is inside that slab but not an object's
+ * start. */
+static void hint_interior(void *a)
+{
+    struct kmem_cache *c = kmem_cache_create("hint_obj", 100, 0, SLAB_NO_MERGE, NULL);
+    warm(c);
+    char *p = kmem_cache_alloc(c, GFP_KERNEL), *q = kmem_cache_alloc(c, GFP_KERNEL);
+    kmem_cache_free(c, p);
+    kmem_cache_free(c, q + 40);
+}
+/* The hinted slab is given back (shrink) and its pages become a slab of
+ * another cache of the same geometry: the hint must not vouch for them. */
+static void hint_released_slab(void *a)
+{
+    struct kmem_cache *x = kmem_cache_create("hint_x", 256, 0, SLAB_NO_MERGE, NULL);
+    struct kmem_cache *y = kmem_cache_create("hint_y", 256, 0, SLAB_NO_MERGE, NULL);
+    warm(x);
+    warm(y);
+    char *p = kmem_cache_alloc(x, GFP_KERNEL);
+    uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
+    kmem_cache_free(x, p);          /* the hint: p's slab */
+    kmem_cache_shrink(x);           /* the slab goes back to the page allocator */
+    for (int i = 0; i < 100000; i++) {
+        char *q = kmem_cache_alloc(y, GFP_KERNEL);
+        if (((uintptr_t)q & ~(uintptr_t)4095) == base)
+            kmem_cache_free(x, q);  /* dies here */
+    }
+    fprintf(stderr, "hint_released_slab: no object of hint_y reused the page\n");
+}
 static void wrong_cache(void *a)
 {
     struct kmem_cache *x = kmem_cache_create("cache_x", 100, 0, SLAB_NO_MERGE, NULL);
@@ -113,6 +149,9 @@ int main(int argc, char **argv)
     CHECK_DEATH(free_interior, obj, "kfree(kmalloc-64): ", where, start);
     kfree(obj);
     CHECK_DEATH(cache_free_interior, NULL, "kmem_cache_free(interior_obj)", "is inside object", "not at its start");
+    CHECK_DEATH(hint_interior, NULL, "kmem_cache_free(hint_obj)", "is inside object", "not at its start");
+    CHECK_DEATH(hint_released_slab, NULL, "kmem_cache_free(hint_x): object 0x",
+                "belongs to cache hint_y, not hint_x");
     CHECK_DEATH(wrong_cache, NULL, "kmem_cache_free(cache_y): object 0x", "belongs to cache cache_x, not cache_y");
     CHECK_DEATH(wrong_cache_order, NULL, "belongs to cache cache_small, not cache_big");
     CHECK_DEATH(double_free_fast, NULL, "double free of object 0x", "in cache kmalloc-32");
