@@ -16,10 +16,9 @@
 
 /*
  * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
- * current CPU's sheaf in a restartable sequence; a freed pointer is
- * validated there by the CPU's hint (percpu.h, rule 6), else by
- * kslab_pcpu_free_check (kslab_slab_find: a live slab of s, x an object
- * start).  Per-thread (slub.h): the thread's cpu freelist.  The mode is
+ * current CPU's sheaf in a restartable sequence, a freed pointer validated
+ * first: kmem_cache_free by the CPU's hint (percpu.h, rule 6) or the full
+ * check (pcpu_free_fast), kfree from x's page descriptor (pcpu_free).  Per-thread (slub.h): the thread's cpu freelist.  The mode is
  * one predictable branch on a global set once at start-up.
  */
 static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache *s, gfp_t gfp,
@@ -34,6 +33,16 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
         return x;
     }
     return slub_alloc(s, gfp, kmalloc_size);
+}
+
+/* kfree's per-CPU push: x's page names s, so slab is x's head descriptor
+ * if x is an object start (kslab_slab_find_head / kslab_slab_find; NULL if
+ * not); false if x is also its slab's free head (SLUB) or the free object
+ * hosting its index array (SLAB) -- freed twice -- or if the sheaf misses. */
+static inline __attribute__((always_inline)) bool pcpu_free(struct kmem_cache *s,
+                                                            struct slab *slab, void *x)
+{
+    return slab && slab_freelist(slab) != x && pcpu_push(s, x);
 }
 
 /* Everything the inline paths did not take, to the cpu layer (per-CPU
@@ -402,7 +411,9 @@ void kfree(const void *x)
     }
     /* d names s, so it is a page of a live slab of s: a one-page slab's
      * head is d itself, and only "is x an object start" is left */
-    if (likely(kslab_percpu ? pcpu_free_fast(s, (void *)x) : slub_free_fast(s, (void *)x)))
+    if (likely(kslab_percpu ? pcpu_free(s, s->order ? kslab_slab_find(s, x)
+                                                    : kslab_slab_find_head(s, d, x), (void *)x)
+                            : slub_free_fast(s, (void *)x)))
         return;
     kfree_to_backend(s, x);
 }

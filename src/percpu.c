@@ -84,8 +84,7 @@ void kslab_percpu_atfork_child(void)
 
 /* ---- the slow paths' critical sections (rules: percpu.h) --------------------------- */
 
-enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep,
-                                     uintptr_t hint_start, uint64_t hint_gen)
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep)
 {
     uintptr_t e, w, t, r;
     pcpu_tsan_release(pcpu_base(s));
@@ -96,11 +95,6 @@ enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_
                          "movl $2, %k[r]\n\t"
                          "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"
                          "je 2f\n\t"
-                         "testq %[hs], %[hs]\n\t"
-                         "jz 5f\n\t"                 /* rule 6: start, then gen */
-                         "movq %[hs], " PCPU_STR(PCPU_HINT_OFF) "(%[e])\n\t"
-                         "movq %[hg], " PCPU_STR(PCPU_GEN_OFF) "(%[e])\n\t"
-                         "5:\n\t"
                          "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
                          "addq $1, %[w]\n\t"
                          "xorl %k[r], %k[r]\n\t"
@@ -108,24 +102,10 @@ enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_
                          "2:\n\t"
                          PCPU_RSEQ_ABORT
                          : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [r] "=&r"(r)
-                         : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x),
-                           [hs] "r"(hint_start), [hg] "r"(hint_gen)
+                         : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)
                          : "memory", "cc");
     *ep = (struct pcpu_sheaf *)e;
     return (enum pcpu_push_result)r;
-}
-
-bool kslab_pcpu_free_check(struct kmem_cache *s, void *x)
-{
-    /* acquire: the generation is read before the descriptor it vouches
-     * for (pairs with the release increment in kslab_discard_slab) */
-    uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
-    struct slab *slab;
-    if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x)
-        return false;
-    struct pcpu_sheaf *e;
-    return pcpu_push_slow(s, x, &e, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen) ==
-           PCPU_PUSHED;
 }
 
 /* Pop up to n objects (the top ones) into dst; how many.  alloc: they are
@@ -350,7 +330,7 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
     if (pcpu_base(s) != pcpu_none) {
         for (;;) {
             struct pcpu_sheaf *e;
-            enum pcpu_push_result r = pcpu_push_slow(s, x, &e, 0, 0);
+            enum pcpu_push_result r = pcpu_push_slow(s, x, &e);
             if (r == PCPU_PUSHED) {
                 slow_net_add(e, 1);
                 kslab_count(s, FREE_SLOWPATH, 1);

@@ -210,11 +210,41 @@ miss:
     return false;
 }
 
-/* The front doors' free: push x, not yet validated, onto the current CPU's
- * sheaf when the hint (rule 6) vouches for it; otherwise the full check,
- * which sets the hint (kslab_pcpu_free_check).  false: full, draining, an
- * immediate double free, or not an object of s -- the slow path decides. */
-bool kslab_pcpu_free_check(struct kmem_cache *s, void *x);
+/* The same push that also sets the CPU's hint (rule 6): the slab whose
+ * first object is hint_start, checked at generation hint_gen. */
+static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_start,
+                                  uint64_t hint_gen)
+{
+    uintptr_t e, w, t;
+    struct pcpu_sheaf *base = pcpu_base(s);
+    pcpu_tsan_release(base);
+    __asm__ __volatile__ goto(PCPU_RSEQ_CS
+                 "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
+                 "jae %l[miss]\n\t"
+                 "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"
+                 "je %l[miss]\n\t"
+                 "movq %[hs], " PCPU_STR(PCPU_HINT_OFF) "(%[e])\n\t"   /* start, then gen */
+                 "movq %[hg], " PCPU_STR(PCPU_GEN_OFF) "(%[e])\n\t"
+                 "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
+                 "addq $1, %[w]\n\t"
+                 "movq %[w], (%[e])\n\t"       /* commit */
+                 "2:\n\t"
+                 PCPU_RSEQ_ABORT
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
+                 : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
+                   [hs] "r"(hint_start), [hg] "r"(hint_gen)
+                 : "memory", "cc"
+                 : miss);
+    return true;
+miss:
+    return false;
+}
+
+/* kmem_cache_free's push of x, not yet validated: when the hint (rule 6)
+ * vouches for it, one range test; otherwise the full check (x in an arena,
+ * a live slab of s, an object start, not its slab's free head), whose push
+ * sets the hint.  false: full, draining, an immediate double free, or not
+ * an object of s -- the slow path decides and reports. */
 static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
 {
     uintptr_t e, w, t, v;
@@ -246,17 +276,21 @@ static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cac
                  : "memory", "cc"
                  : miss, check);
     return true;
-check:
-    return kslab_pcpu_free_check(s, x);
+check:;
+    /* acquire: the generation is read before the descriptor it vouches
+     * for (pairs with the release increment in kslab_discard_slab) */
+    uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
+    struct slab *slab;
+    if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x)
+        return false;
+    return pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen);
 miss:
     return false;
 }
 
 /* The slow paths' sections (percpu.c). */
 enum pcpu_push_result { PCPU_PUSHED, PCPU_MISS, PCPU_DUP };
-/* hint_start: 0, or the hint (rule 6) to set with the push */
-enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep,
-                                     uintptr_t hint_start, uint64_t hint_gen);
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
 unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep,
                         bool alloc);
 unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
