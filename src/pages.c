@@ -472,8 +472,8 @@ static void block_set(struct slab *b, unsigned order, struct kmem_cache *cache)
         b[i].pg_order = (uint8_t)order;
         set_state(&b[i], i ? PG_META : PG_NEW);
         b[i].cache = cache;
+        b[i].pg_colour = 0;         /* every page: kfree reads it from x's (slab_colour_set) */
     }
-    b->pg_colour = 0;
 }
 
 static void count_pages(size_t n)

@@ -268,7 +268,7 @@ static bool cache_grow(struct kmem_cache *s)
     if (++sc->colour_next > sc->colour)
         sc->colour_next = 0;
     kslab_unlock(&s->list_lock);
-    slab->pg_colour = colour * sc->colour_off;
+    slab_colour_set(slab, s->order, colour * sc->colour_off);
     char *mem = base + slab->pg_colour;
     if (s->ctor)
         for (unsigned i = 0; i < s->objects; i++)

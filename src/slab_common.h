@@ -361,6 +361,13 @@ static inline struct slab *kslab_slab_find(const struct kmem_cache *s, const voi
     struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
     return slab->cache == s ? kslab_slab_find_head(s, slab, x) : NULL;
 }
+/* A slab's colour (the offset of its first object) on each of its pages,
+ * so that kfree can test an object start from x's own page descriptor. */
+static inline void slab_colour_set(struct slab *head, unsigned order, uint32_t colour)
+{
+    for (unsigned i = 0; i < (1u << order); i++)
+        head[i].pg_colour = colour;
+}
 /* The same for a one-page slab whose descriptor d (x's page) already
  * names s. */
 static inline struct slab *kslab_slab_find_head(const struct kmem_cache *s, struct slab *d,
