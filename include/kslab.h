@@ -45,11 +45,13 @@ typedef unsigned int gfp_t;
 /* ---- cache flags (slab_flags_t) ----------------------------------------- */
 typedef unsigned int slab_flags_t;
 
-#define SLAB_CONSISTENCY_CHECKS 0x00000100u /* check every free (later issue) */
-#define SLAB_RED_ZONE           0x00000400u /* guard bytes around objects (later issue) */
-#define SLAB_POISON             0x00000800u /* poison free objects (later issue) */
+/* Debugging (SLUB; README "Debugging"): also KSLAB_DEBUG='FZPU,name,...' */
+#define SLAB_CONSISTENCY_CHECKS 0x00000100u /* F: check objects and freelists on alloc/free */
+#define SLAB_RED_ZONE           0x00000400u /* Z: guard bytes around objects */
+#define SLAB_POISON             0x00000800u /* P: poison free objects, check at allocation */
 #define SLAB_HWCACHE_ALIGN      0x00002000u /* align objects to cache lines */
-#define SLAB_STORE_USER         0x00010000u /* record last alloc/free caller (later issue) */
+#define SLAB_STORE_USER         0x00010000u /* U: record the last alloc and free call sites */
+#define SLAB_TRACE              0x00200000u /* T: print every alloc and free of the cache */
 #define SLAB_PANIC              0x00040000u /* abort if kmem_cache_create fails */
 #define SLAB_TYPESAFE_BY_RCU    0x00080000u /* slabs stay mapped while the cache lives */
 #define SLAB_NO_MERGE           0x01000000u /* never merge this cache with another */
@@ -119,6 +121,15 @@ static inline void *kcalloc(size_t n, size_t size, gfp_t flags)
 
 /* Print every cache in the /proc/slabinfo version 2.1 format. */
 KSLAB_API void kslab_slabinfo(FILE *out);
+
+/* Validation, as slabinfo -v: walk every slab of a debugged cache (or of
+ * all caches) and check each object, reporting and repairing what is
+ * wrong.  Returns the number of errors found (0 for a cache without
+ * debugging); -1 if s is NULL. */
+KSLAB_API long kmem_cache_validate(struct kmem_cache *s);
+KSLAB_API long kslab_validate_all(void);
+/* Errors the debug checks have reported since start-up. */
+KSLAB_API long kslab_debug_errors(void);
 
 /* Per-cache event counters, modelled on the kernel's enum stat_item
  * (CONFIG_SLUB_STATS).  Each counts events since the cache was created. */

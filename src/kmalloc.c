@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "slub.h"
 #include "percpu.h"
+#include "slub_debug.h"
 
 /*
  * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
@@ -496,6 +497,20 @@ void *krealloc(const void *p, size_t new_size, gfp_t flags)
     }
     if (ZERO_OR_NULL_PTR(p))
         return kmalloc(new_size, flags);
+    struct kmem_cache *ds = in_arena(p) ? addr_desc((uintptr_t)p)->cache : NULL;
+    if (ds && kslab_debugged(ds) && ds->orig_off) {
+        /* a debugged kmalloc object: its request size and red zone follow
+         * in place; a copy moves only what was requested */
+        kslab_slab_of(NULL, ds, p, "krealloc");
+        if (slub_debug_resize(ds, (void *)p, new_size, flags))
+            return (void *)p;
+        void *n = kmalloc(new_size, flags);
+        if (!n)
+            return NULL;
+        memcpy(n, p, slub_debug_orig_size(ds, (void *)p));
+        kfree(p);
+        return n;
+    }
     size_t ks = ksize(p);
     if (ks >= new_size) {
         /* Fits in place.  With __GFP_ZERO, clear the tail so that a later

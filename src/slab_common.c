@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "slab_common.h"
 #include "percpu.h"
+#include "slub_debug.h"
 
 #include <stdio.h>
 
@@ -29,6 +30,7 @@ static void read_options(void)
 {
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
     kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");
+    kslab_debug_init();
     const char *a = prim_getenv("KSLAB_ALLOCATOR");
     if (a && *a) {
         const struct kslab_backend *be = NULL;
@@ -114,6 +116,15 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     s->is_kmalloc = kmalloc;        /* before cache_init: it may pick the geometry by it */
     snprintf(s->name, sizeof s->name, "%s", name);
     s->object_size = size;
+    flags = kslab_debug_flags(name, flags);
+    if ((flags & SLAB_DEBUG_FLAGS) && kslab_be != &slub_backend) {
+        static _Atomic bool warned;     /* once: relaxed, a flag for a message */
+        if (!atomic_exchange_explicit(&warned, true, memory_order_relaxed))
+            kslab_warn("debugging (SLAB_RED_ZONE, SLAB_POISON, SLAB_STORE_USER, "
+                       "SLAB_CONSISTENCY_CHECKS, KSLAB_DEBUG) needs the slub back-end; "
+                       "caches of %s run without it", kslab_be->name);
+        flags &= ~SLAB_DEBUG_FLAGS;
+    }
     s->align = calculate_alignment(flags, align, size);
     s->flags = flags;
     s->ctor = ctor;
@@ -175,6 +186,7 @@ void kslab_init(void)
     /* Last, once allocation works: glibc's pthread_atfork may call malloc,
      * which (as libkslab-malloc) is us. */
     kslab_threads_atfork_init();
+    kslab_debug_warm();             /* malloc works now: backtrace() may use it once */
     kslab_unlock(&init_lock);
 }
 
@@ -280,6 +292,7 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
         why = "alignment is not a power of two";
     if (why)
         goto fail;
+    flags = kslab_debug_flags(name, flags);     /* a debugged cache is never merged */
     kslab_lock(&cache_lock);
     s = find_mergeable(size, align, flags, ctor);
     if (s) {
@@ -344,9 +357,12 @@ void kmem_cache_destroy(struct kmem_cache *s)
         if (kslab_be->flush_thread)
             kslab_for_each_thread(flush_one, s);   /* flush never creates thread state */
         uint64_t live = kslab_cache_active(s);
-        if (live)
+        if (live) {
             kslab_warn("kmem_cache_destroy %s: Slab cache still has objects (%llu)", s->name,
                        (unsigned long long)live);
+            if (kslab_debugged(s))
+                slub_debug_leaks(s);
+        }
         kslab_pcpu_destroy(s);      /* the sheaves' objects go with the slabs */
         kslab_be->destroy(s);
         atomic_store_explicit(&caches_by_id[s->id], NULL, memory_order_relaxed);

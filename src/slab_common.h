@@ -109,6 +109,11 @@ struct kmem_cache {
      * hints' generation.  Atomic builtins; the inline free reads it plainly. */
     uint64_t pcpu_gen;
     void (*ctor)(void *);
+    /* Debugging's object layout (slub_debug.c; offsets from the object,
+     * 0: none): the left red zone before it, the object and right red zone
+     * (inuse), the two tracks, the kmalloc request size, the metadata's end
+     * (padding follows to the slot's end). */
+    uint32_t red_left_pad, inuse, track_off, orig_off, meta_end;
 
     /* ---- the per-cache ("node") slab list: SLUB, slob-seg and SLAB ---- */
     kslab_lock_t list_lock;

@@ -72,6 +72,7 @@
  */
 #include "slub.h"
 #include "percpu.h"
+#include "slub_debug.h"
 
 
 /* ---- the double-word compare-and-swap ------------------------------------ */
@@ -184,7 +185,9 @@ int slub_cache_init(struct kmem_cache *s)
      * cannot live inside the object | ... room for red zone and user track
      * (debug issue) ] rounded up to the alignment. */
     size_t size = ALIGN_UP(s->object_size, sizeof(void *));
-    if (s->ctor || (s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
+    if (kslab_debugged(s)) {
+        size = slub_debug_layout(s);    /* red zones, tracks, padding */
+    } else if (s->ctor || (s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
         /* the object's contents must survive while it is free */
         s->offset = (uint32_t)size;
         size += sizeof(void *);
@@ -223,6 +226,8 @@ static int slub_cache_init_sheaves(struct kmem_cache *s)
 {
     if (slub_cache_init(s))
         return -1;
+    if (kslab_debugged(s))
+        return 0;       /* no sheaves: every alloc and free goes through the checks */
     s->sheaf_cap = s->size <= 256 ? 64 : s->size <= 1024 ? 32 : s->size <= 4096 ? 16 : 8;
     /* a per-CPU sheaf serves every thread of its CPU: fuller than a thread's */
     s->pcpu_cap = s->size <= 1024 ? PCPU_CAP_MAX - 1 : s->size <= 4096 ? 30 : 8;
@@ -281,12 +286,16 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
     struct slab *slab = pages_alloc(s->order, s);
     if (!slab)
         return NULL;
-    char *base = slab_address(slab);
+    char *base = slab_address(slab) + s->red_left_pad;
     char *last = base + (size_t)(s->objects - 1) * s->size;
-    if (s->ctor)
+    if (s->red_left_pad)
+        slab_colour_set(slab, s->order, s->red_left_pad);
+    if (kslab_debugged(s))
+        slub_debug_new_slab(s, slab);   /* constructs, poisons, links (NEW_SLAB_FREE) */
+    else if (s->ctor)
         for (char *p = base; p <= last; p += s->size)
             s->ctor(p);
-    if (mode != NEW_SLAB_FULL) {
+    if (mode != NEW_SLAB_FULL && !kslab_debugged(s)) {
         for (char *p = base; p < last; p += s->size)
             set_freepointer(s, p, p + s->size);
         set_freepointer(s, last, NULL);
@@ -581,6 +590,8 @@ static void *alloc_single(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc)
 /* The contract's alloc entry (kmalloc_size: SLUB's classes need no more). */
 static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    if (unlikely(kslab_debugged(s)))
+        return slub_debug_alloc(s, gfp, kmalloc_size);
     struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t))
         return NULL;
@@ -983,6 +994,8 @@ long slub_destroy(struct kmem_cache *s)
  */
 static int slub_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, size_t done, void **p)
 {
+    if (unlikely(kslab_debugged(s)))
+        return kslab_alloc_bulk_each(s, gfp, size, done, p);
     struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t)) {
         slub_free_bulk(s, done, p);
@@ -1145,6 +1158,12 @@ static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **
             if (!ZERO_OR_NULL_PTR(x) && in_arena(x))
                 s = addr_desc((uintptr_t)x)->cache;
         }
+        if (s && unlikely(kslab_debugged(s))) {   /* one at a time, through the checks */
+            void *x = p[--size];
+            if (!ZERO_OR_NULL_PTR(x))
+                slub_debug_free(want, s, x, want ? "kmem_cache_free_bulk" : "kfree_bulk");
+            continue;
+        }
         if (s && !(size = slub_free_bulk_fast(s, size, p, account)))
             return;
         size = free_detached_group(want, size, p, account);
@@ -1176,12 +1195,17 @@ static void slub_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whol
  * the slab. */
 static void slub_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
-    __slub_free(s, kslab_slab_of(want, s, x, fn), x);
+    if (unlikely(kslab_debugged(s)))
+        slub_debug_free(want, s, x, fn);
+    else
+        __slub_free(s, kslab_slab_of(want, s, x, fn), x);
 }
 
 size_t slub_ksize(struct kmem_cache *s, const void *x)
 {
     kslab_slab_of(NULL, s, x, "ksize");
+    if (unlikely(kslab_debugged(s)))
+        return slub_debug_ksize(s, (void *)x);
     return s->size;
 }
 

@@ -26,6 +26,7 @@ struct slub_cache {
      * a hint.  slob-seg leaves it empty. */
     unsigned nr_full, nr_empty;
     struct barn_sheaf *barn_full, *barn_empty;
+    struct slab *full;          /* debugged caches: the full slabs, for validation */
 };
 _Static_assert(sizeof(struct slub_cache) <= KSLAB_CACHE_PRIV, "fits in kmem_cache");
 static inline struct slub_cache *slub_c(struct kmem_cache *s)
