@@ -319,15 +319,20 @@ static bool own_frame(void *pc, const char **name, uintptr_t *off)
     if (di.dli_fbase == self.dli_fbase && dladdr((void *)main_marker, &exe) &&
         exe.dli_fbase != self.dli_fbase)
         return true;
-    static const char *const own[] = {
+    static const char *const own[] = {        /* prefixes */
         "kslab_", "kmem_cache_", "kmalloc", "kzalloc", "kcalloc", "krealloc", "kfree", "ksize",
         "kmemdup", "kstrdup", "kvmalloc", "kvfree", "slub_", "pages_", "prim_", "pcpu_",
-        "huge_", "add_partial", "remove_partial", "malloc", "free", "calloc", "realloc",
-        "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc", "_Znw", "_Zdl",
-        "_Zna", "_Zda",
+        "huge_", "add_partial", "remove_partial", "_Znw", "_Zdl", "_Zna", "_Zda",
+    };
+    static const char *const libc[] = {       /* whole names: the malloc drop-in's */
+        "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
+        "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
     };
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (strncmp(di.dli_sname, own[i], strlen(own[i])) == 0)
+            return true;
+    for (size_t i = 0; i < sizeof libc / sizeof *libc; i++)
+        if (strcmp(di.dli_sname, libc[i]) == 0)
             return true;
     return false;
 }
@@ -338,11 +343,22 @@ static void print_track(const char *what, const struct track *t)
         out("%s: none", what);
         return;
     }
+    /* The caller: the frame after kslab's innermost run of frames, which
+     * ends at its last named frame (an entry point) before the first named
+     * frame that is not kslab's; frames without a name (static functions,
+     * of kslab or not) decide nothing. */
     int first = 0;
     const char *name;
     uintptr_t off;
-    while (first < TRACK_DEPTH - 1 && t->stack[first + 1] && own_frame(t->stack[first], &name, &off))
-        first++;
+    for (int i = 0; i < TRACK_DEPTH && t->stack[i]; i++) {
+        bool own = own_frame(t->stack[i], &name, &off);
+        if (own)
+            first = i + 1;
+        else if (name)
+            break;
+    }
+    if (first >= TRACK_DEPTH || !t->stack[first])
+        first = 0;
     own_frame(t->stack[first], &name, &off);
     uint64_t age_ms = (now_ns() - t->when_ns) / 1000000u;
     if (name)
@@ -354,11 +370,11 @@ static void print_track(const char *what, const struct track *t)
     for (int i = first; i < TRACK_DEPTH && t->stack[i]; i++) {
         Dl_info di;
         if (dladdr(t->stack[i], &di) && di.dli_sname)
-            out(" %s+0x%lx/%s", di.dli_sname,
+            out(" %s+0x%lx (%s)", di.dli_sname,
                 (unsigned long)((uintptr_t)t->stack[i] - (uintptr_t)di.dli_saddr),
                 di.dli_fname ? di.dli_fname : "?");
         else
-            out(" %p %s", t->stack[i], di.dli_fname ? di.dli_fname : "");
+            out(" %p (%s)", t->stack[i], di.dli_fname ? di.dli_fname : "?");
     }
 }
 

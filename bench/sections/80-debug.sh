@@ -1,0 +1,66 @@
+# Debugging's cost (issue 11): the kmem_cache and kmalloc(32) pairs (micro)
+# and python3 (alloc_heavy.py through libkslab-malloc) under each KSLAB_DEBUG
+# flag, as ratios to no debugging; beside glibc with MALLOC_CHECK_=3 (its
+# libc_malloc_debug) and valgrind memcheck on glibc.  One run each (the
+# micro rows are themselves medians of 7); python3 under memcheck once.
+echo "== debugging: cost of each KSLAB_DEBUG flag"
+KM=$PWD/build/libkslab-malloc.so
+PROG=$PWD/tests/programs
+RUNCMD=$PWD/$B/runcmd
+MDEBUG=/lib/x86_64-linux-gnu/libc_malloc_debug.so.0
+: > "$RAW/debug.tsv"
+pair_ns() {  # OUT-ROW-NAME: the ns median of that row of micro's output (stdin)
+  awk -F'\t' -v w="$1" '$2 == w { print $3 }'
+}
+py_s() {  # ENV...: python3 alloc_heavy.py's wall seconds under libkslab-malloc
+  (cd /tmp && env "$@" LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 600 "$RUNCMD" python3 \
+     "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+}
+for f in none F Z P U FZPU; do
+  if [ $f = none ]; then out=$($B/micro_static x); py=$(py_s KSLAB_X=1)
+  else out=$(KSLAB_DEBUG=$f $B/micro_static x 2>/dev/null); py=$(py_s KSLAB_DEBUG=$f); fi
+  printf 'kslab %s\t%s\t%s\t%s\n' "$f" "$(echo "$out" | pair_ns 'kmem_cache_alloc+free(256)')" \
+    "$(echo "$out" | pair_ns 'kmalloc(32)+kfree')" "$py" >> "$RAW/debug.tsv"
+done
+gl=$($B/malloc_pair x)
+glpy=$(cd /tmp && PYTHONMALLOC=malloc "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+printf 'glibc\t%s\t%s\t%s\n' "$(echo "$gl" | pair_ns 'malloc+free(256)')" \
+  "$(echo "$gl" | pair_ns 'malloc(32)+free')" "$glpy" >> "$RAW/debug.tsv"
+if [ -e "$MDEBUG" ]; then
+  md=$(LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 $B/malloc_pair x)
+  mdpy=$(cd /tmp && LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 PYTHONMALLOC=malloc "$RUNCMD" python3 \
+         "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+  printf 'glibc MALLOC_CHECK_=3\t%s\t%s\t%s\n' "$(echo "$md" | pair_ns 'malloc+free(256)')" \
+    "$(echo "$md" | pair_ns 'malloc(32)+free')" "$mdpy" >> "$RAW/debug.tsv"
+fi
+if command -v valgrind >/dev/null; then
+  # --quick: 3 x 1000 pairs (valgrind runs every instruction ~50x slower)
+  vg=$(valgrind -q --tool=memcheck $B/malloc_pair --quick x 2>/dev/null)
+  vgpy=$(cd /tmp && PYTHONMALLOC=malloc timeout 900 "$RUNCMD" valgrind -q --tool=memcheck \
+         python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+  printf 'glibc under valgrind memcheck\t%s\t%s\t%s\n' "$(echo "$vg" | pair_ns 'malloc+free(256)')" \
+    "$(echo "$vg" | pair_ns 'malloc(32)+free')" "$vgpy" >> "$RAW/debug.tsv"
+fi
+{
+  echo "## Debugging: what each KSLAB_DEBUG flag costs (issue 11)"
+  echo
+  echo "The pairs (ns) and python3 alloc_heavy.py (s, through libkslab-malloc), each flag applied"
+  echo "to every cache (KSLAB_DEBUG=F, Z, ...), and the ratio to kslab without debugging; glibc's"
+  echo "rows (its malloc pairs, ratios to plain glibc) beside them.  A debugged cache takes a locked"
+  echo "path for every allocation and free (no sheaves), as the kernel's debug caches do; U takes a"
+  echo "backtrace at each.  One run each: a rough figure."
+  echo
+  echo "| configuration | kmem_cache pair (256) | kmalloc(32) pair | python3 |"
+  echo "|---|---|---|---|"
+  awk -F'\t' '
+    function cell(v, base) { if (v == "" || base == "" || base + 0 == 0) return (v == "" ? "-" : v)
+      return sprintf("%.2f (%.1fx)", v, v / base) }
+    $1 == "kslab none" { k1 = $2; k2 = $3; k3 = $4 }
+    $1 == "glibc" { g1 = $2; g2 = $3; g3 = $4 }
+    { row[NR] = $0 }
+    END { for (i = 1; i <= NR; i++) { split(row[i], f, "\t")
+            if (f[1] ~ /^kslab/) { b1 = k1; b2 = k2; b3 = k3 } else { b1 = g1; b2 = g2; b3 = g3 }
+            printf "| %s | %s | %s | %s |\n", f[1], cell(f[2], b1), cell(f[3], b2), cell(f[4], b3) } }' \
+    "$RAW/debug.tsv"
+  echo
+} >> "$REPORT"
