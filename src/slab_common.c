@@ -117,11 +117,11 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     snprintf(s->name, sizeof s->name, "%s", name);
     s->object_size = size;
     flags = kslab_debug_flags(name, flags);
-    if ((flags & SLAB_DEBUG_FLAGS) && kslab_be != &slub_backend) {
+    if ((flags & SLAB_DEBUG_FLAGS) && !kslab_debug_supported()) {
         static _Atomic bool warned;     /* once: relaxed, a flag for a message */
         if (!atomic_exchange_explicit(&warned, true, memory_order_relaxed))
             kslab_warn("debugging (SLAB_RED_ZONE, SLAB_POISON, SLAB_STORE_USER, "
-                       "SLAB_CONSISTENCY_CHECKS, KSLAB_DEBUG) needs the slub back-end; "
+                       "SLAB_CONSISTENCY_CHECKS, KSLAB_DEBUG) needs the slub or slob-seg back-end; "
                        "caches of %s run without it", kslab_be->name);
         flags &= ~SLAB_DEBUG_FLAGS;
     }

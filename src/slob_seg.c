@@ -21,6 +21,7 @@
  * updated (kslab_count never creates thread state, but the rule stands).
  */
 #include "slub.h"
+#include "slub_debug.h"
 
 static struct slab *seg_new_slab(struct kmem_cache *s)
 {
@@ -32,6 +33,8 @@ static struct slab *seg_new_slab(struct kmem_cache *s)
 
 static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    if (unlikely(kslab_debugged(s)))      /* SLUB's slabs, SLUB's debugging */
+        return slub_debug_alloc(s, gfp, kmalloc_size);
     kslab_lock(&s->list_lock);
     struct slab *slab = s->partial;
     if (!slab) {
@@ -57,6 +60,10 @@ static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 
 static void seg_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
+    if (unlikely(kslab_debugged(s))) {
+        slub_debug_free(want, s, x, fn);
+        return;
+    }
     struct slab *slab = kslab_slab_of(want, s, x, fn);
     struct slab *discard = NULL;
     kslab_lock(&s->list_lock);

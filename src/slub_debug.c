@@ -761,7 +761,7 @@ long kmem_cache_validate(struct kmem_cache *s)
     if (!s)
         return -1;
     kslab_check_cache("kmem_cache_validate", s);
-    if (!(s->flags & SLAB_DEBUG_FLAGS) || kslab_be->free != slub_backend.free)
+    if (!kslab_debugged(s) || !kslab_debug_supported())
         return 0;               /* nothing to check without the layout */
     long errors = 0;
     kslab_lock(&s->list_lock);

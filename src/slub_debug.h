@@ -14,6 +14,11 @@ static inline bool kslab_debugged(const struct kmem_cache *s)
 {
     return s->flags & SLAB_DEBUG_FLAGS;
 }
+/* The back-ends with SLUB's slabs, which have the debugging */
+static inline bool kslab_debug_supported(void)
+{
+    return kslab_be == &slub_backend || kslab_be == &slob_seg_backend;
+}
 
 void kslab_debug_init(void);                 /* KSLAB_DEBUG, KSLAB_DEBUG_PANIC */
 void kslab_debug_warm(void);                 /* backtrace() ready before the first report */
