@@ -248,8 +248,9 @@ miss:
 static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
 {
     uintptr_t e, w, t, v;
-    struct pcpu_sheaf *base = pcpu_base(s);
-    pcpu_tsan_release(base);        /* before the commit that publishes x */
+#ifdef KSLAB_PCPU_TSAN
+    pcpu_tsan_release(pcpu_base(s));    /* before the commit that publishes x */
+#endif
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
                  "jae %l[miss]\n\t"
@@ -270,7 +271,10 @@ static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cac
                  "2:\n\t"
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
-                 : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
+                 /* base as a memory operand (x86: a plain load is the acquire
+                  * pcpu_base gives): one register fewer, so kmem_cache_free
+                  * saves none, in either mode */
+                 : [off] "r"(kslab_rseq_off), [base] "m"(s->pcpu), [x] "r"(x),
                    [inv] "m"(s->inv), "c"(s->shift), [nobj] "r"((uint64_t)s->objects),
                    [gen] "m"(s->pcpu_gen)
                  : "memory", "cc"
