@@ -311,8 +311,38 @@ static void realloc_interior(void *a)
 static void bad_free(void *a) { int x = 0; void *volatile px = &x; free(px); }
 static void double_free(void *a) { void *k = vmalloc_(48), *p = vmalloc_(48); (void)k; free(p); free(p); }
 
-int main(void)
+/* Run with KSLAB_DEBUG=ZU,malloc-48 (CTest's test_malloc_debug.*): malloc's
+ * own classes get slub_debug through the drop-in.  malloc(40) is in
+ * malloc-48: byte 40 is red zone (the request size is kept), caught and
+ * repaired when the block is freed; the tracks' backtraces run inside
+ * malloc without recursing. */
+static int debug_case(void)
 {
+    long (*errors)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "kslab_debug_errors");
+    long (*validate)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "kslab_validate_all");
+    CHECK(errors && validate);
+    if (!errors || !validate)
+        return check_done();
+    volatile char *p = vmalloc_(40);
+    memset((char *)p, 1, 40);
+    CHECK_EQ(errors(), 0);
+    CHECK_EQ(validate(), 0);
+    p[40] = 7;                          /* one past the request */
+    free((void *)p);
+    CHECK_EQ(errors(), 1);
+    CHECK_EQ(validate(), 0);            /* repaired at the free */
+    char *q = vmalloc_(40);
+    CHECK(malloc_usable_size(q) >= 40);
+    q[44] = 1;                          /* usable now: no red zone after malloc_usable_size */
+    free(q);
+    CHECK_EQ(errors(), 1);
+    return check_done();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "debug") == 0)
+        return debug_case();
     test_is_kslab();
     test_malloc_free();
     test_calloc_realloc();
