@@ -497,6 +497,13 @@ static void object_err(struct kmem_cache *s, struct slab *slab, void *x, const c
 
 /* ---- object states ------------------------------------------------------------- */
 
+/* Free objects hold poison, unless what they hold must survive while free
+ * (a constructor's state, or RCU readers'): the kernel's __OBJECT_POISON. */
+static bool object_poisoned(const struct kmem_cache *s)
+{
+    return (s->flags & SLAB_POISON) && !s->ctor && !(s->flags & SLAB_TYPESAFE_BY_RCU);
+}
+
 static void init_object(struct kmem_cache *s, void *x, uint8_t val)
 {
     uint8_t *p = obj_bytes(x);
@@ -505,7 +512,7 @@ static void init_object(struct kmem_cache *s, void *x, uint8_t val)
         uint32_t from = val == RED_ACTIVE ? get_orig_size(s, x) : s->object_size;
         memset(p + from, val, s->inuse - from);
     }
-    if ((s->flags & SLAB_POISON) && val == RED_INACTIVE) {
+    if (object_poisoned(s) && val == RED_INACTIVE) {
         memset(p, POISON_FREE, s->object_size - 1);
         p[s->object_size - 1] = POISON_END;
     }
@@ -524,7 +531,7 @@ static int check_object(struct kmem_cache *s, struct slab *slab, void *x, uint8_
                                            "kmalloc Redzone" : "Right Redzone",
                            p + from, val, s->inuse - from);
     }
-    if ((s->flags & SLAB_POISON) && val == RED_INACTIVE) {
+    if (object_poisoned(s) && val == RED_INACTIVE) {
         err += check_bytes(s, slab, x, "Poison", p, POISON_FREE, s->object_size - 1);
         err += check_bytes(s, slab, x, "End Poison", p + s->object_size - 1, POISON_END, 1);
     }

@@ -180,6 +180,24 @@ static void other_backend(void *a)
     _exit((int)kmem_cache_validate(s));
 }
 
+/* A constructed cache keeps its constructor's state while objects are free:
+ * poisoning must not overwrite it (the kernel poisons only without ctor). */
+static void set_tag(void *p) { memset(p, 0x3c, 72); }
+static void ctor_poison(void *a)
+{
+    struct kmem_cache *s = kmem_cache_create("TestSlub_ctor_poison", 72, 0,
+                                             SLAB_POISON | SLAB_RED_ZONE, set_tag);
+    uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
+    int bad = 0;
+    for (int i = 0; i < 72; i++)
+        bad |= p[i] != 0x3c;
+    kmem_cache_free(s, p);
+    uint8_t *q = kmem_cache_alloc(s, GFP_KERNEL);   /* the same object, still constructed */
+    for (int i = 0; i < 72; i++)
+        bad |= q[i] != 0x3c;
+    _exit(bad ? 99 : (int)(kslab_debug_errors() * 10 + kmem_cache_validate(s)));
+}
+
 /* ---- re-runs with KSLAB_DEBUG ---------------------------------------------------- */
 
 /* Clobber the byte after a 64-byte object of a cache called name, then
@@ -293,6 +311,7 @@ int main(int argc, char **argv)
     ENV_CASE("krealloc", "Z,kmalloc-32", 20);
     CASE(use_after_free, 1);
     CASE(double_free, 1);
+    CASE(ctor_poison, 0);
 
     /* the report's shape */
     char b[16384];
