@@ -288,14 +288,12 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
         return NULL;
     char *base = slab_address(slab) + s->red_left_pad;
     char *last = base + (size_t)(s->objects - 1) * s->size;
-    if (s->red_left_pad)
-        slab_colour_set(slab, s->order, s->red_left_pad);
     if (kslab_debugged(s))
-        slub_debug_new_slab(s, slab);   /* constructs, poisons, links (NEW_SLAB_FREE) */
-    else if (s->ctor)
+        slub_debug_new_slab(s, slab);   /* colour, red zones, poison, padding */
+    if (s->ctor)
         for (char *p = base; p <= last; p += s->size)
             s->ctor(p);
-    if (mode != NEW_SLAB_FULL && !kslab_debugged(s)) {
+    if (mode != NEW_SLAB_FULL) {
         for (char *p = base; p < last; p += s->size)
             set_freepointer(s, p, p + s->size);
         set_freepointer(s, last, NULL);

@@ -630,17 +630,19 @@ static void remove_full(struct kmem_cache *s, struct slab *slab)
     slab->next = slab->prev = NULL;
 }
 
+/* Before slub_new_slab constructs and links the objects: the left red
+ * zone as the slab's colour, every object free (red zones, poison, no
+ * tracks), padding and the slab's tail 0x5a. */
 void slub_debug_new_slab(struct kmem_cache *s, struct slab *slab)
 {
+    if (s->red_left_pad)
+        slab_colour_set(slab, s->order, s->red_left_pad);
     uint8_t *base = (uint8_t *)slab_address(slab);
-    memset(base, POISON_INUSE, PAGE_SIZE << s->order);   /* padding and the tail */
+    memset(base, POISON_INUSE, PAGE_SIZE << s->order);
     for (unsigned i = 0; i < s->objects; i++) {
         void *x = base + (size_t)i * s->size + s->red_left_pad;
         memset(x, 0, s->meta_end);
-        if (s->ctor)
-            s->ctor(x);
         init_object(s, x, RED_INACTIVE);
-        set_freepointer(s, x, i + 1 < s->objects ? (uint8_t *)x + s->size : NULL);
     }
 }
 

@@ -27,7 +27,7 @@ slab_flags_t kslab_debug_flags(const char *name, slab_flags_t flags);
 
 /* SLUB (slub.c calls these for a debugged cache) */
 size_t slub_debug_layout(struct kmem_cache *s);          /* the slot size */
-void slub_debug_new_slab(struct kmem_cache *s, struct slab *slab);
+void slub_debug_new_slab(struct kmem_cache *s, struct slab *slab);   /* before ctor, links */
 void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
 void slub_debug_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn);
 size_t slub_debug_ksize(struct kmem_cache *s, void *x);
