@@ -90,16 +90,11 @@ enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_
     pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
                          "movl $1, %k[r]\n\t"
-                         "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
-                         "jae 2f\n\t"
+                         PCPU_PUSH_ROOM("2f")
                          "movl $2, %k[r]\n\t"
-                         "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"
-                         "je 2f\n\t"
-                         "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
-                         "addq $1, %[w]\n\t"
+                         PCPU_PUSH_NOT_TOP("2f")
                          "xorl %k[r], %k[r]\n\t"
-                         "movq %[w], (%[e])\n\t"      /* commit */
-                         "2:\n\t"
+                         PCPU_PUSH_COMMIT
                          PCPU_RSEQ_ABORT
                          : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [r] "=&r"(r)
                          : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)

@@ -148,6 +148,22 @@ void __tsan_release(void *addr);
     "jmp 0b\n\t"                                                              \
     ".popsection\n\t"
 
+/* The pushes' common steps (operands e, w, t as PCPU_RSEQ_CS leaves them,
+ * x the object): miss if the sheaf is full or draining; miss if x is its
+ * top (objs[count - 1]; count 0 reads cap and pad, never an address: an
+ * immediate double free); then x into objs[count] and the commit. */
+#define PCPU_PUSH_ROOM(miss)                                                  \
+    "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"                        \
+    "jae " miss "\n\t"
+#define PCPU_PUSH_NOT_TOP(miss)                                               \
+    "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"                  \
+    "je " miss "\n\t"
+#define PCPU_PUSH_COMMIT                                                      \
+    "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"                 \
+    "addq $1, %[w]\n\t"                                                      \
+    "movq %[w], (%[e])\n\t"       /* commit */                               \
+    "2:\n\t"
+
 static inline struct pcpu_sheaf *pcpu_base(const struct kmem_cache *s)
 {
     /* acquire (a plain load on x86): pairs with the release that published
@@ -192,14 +208,9 @@ static inline bool pcpu_push(struct kmem_cache *s, void *x)
     struct pcpu_sheaf *base = pcpu_base(s);
     pcpu_tsan_release(base);        /* before the commit that publishes x */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
-                 "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
-                 "jae %l[miss]\n\t"
-                 "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t" /* objs[count - 1] (count 0: cap, pad) */
-                 "je %l[miss]\n\t"
-                 "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
-                 "addq $1, %[w]\n\t"
-                 "movq %[w], (%[e])\n\t"       /* commit */
-                 "2:\n\t"
+                 PCPU_PUSH_ROOM("%l[miss]")
+                 PCPU_PUSH_NOT_TOP("%l[miss]")
+                 PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
                  : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x)
@@ -219,16 +230,11 @@ static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_
     struct pcpu_sheaf *base = pcpu_base(s);
     pcpu_tsan_release(base);
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
-                 "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
-                 "jae %l[miss]\n\t"
-                 "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"
-                 "je %l[miss]\n\t"
+                 PCPU_PUSH_ROOM("%l[miss]")
+                 PCPU_PUSH_NOT_TOP("%l[miss]")
                  "movq %[hs], " PCPU_STR(PCPU_HINT_OFF) "(%[e])\n\t"   /* start, then gen */
                  "movq %[hg], " PCPU_STR(PCPU_GEN_OFF) "(%[e])\n\t"
-                 "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
-                 "addq $1, %[w]\n\t"
-                 "movq %[w], (%[e])\n\t"       /* commit */
-                 "2:\n\t"
+                 PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
                  : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
@@ -252,8 +258,7 @@ static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cac
     pcpu_tsan_release(pcpu_base(s));    /* before the commit that publishes x */
 #endif
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
-                 "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"
-                 "jae %l[miss]\n\t"
+                 PCPU_PUSH_ROOM("%l[miss]")
                  "movq %[x], %[v]\n\t"       /* obj_index(x - hint_start) < objects */
                  "subq " PCPU_STR(PCPU_HINT_OFF) "(%[e]), %[v]\n\t"
                  "imulq %[inv], %[v]\n\t"
@@ -263,12 +268,8 @@ static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cac
                  "movq " PCPU_STR(PCPU_GEN_OFF) "(%[e]), %[v]\n\t"
                  "cmpq %[gen], %[v]\n\t"     /* no slab given back since */
                  "jne %l[check]\n\t"
-                 "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"
-                 "je %l[miss]\n\t"
-                 "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"
-                 "addq $1, %[w]\n\t"
-                 "movq %[w], (%[e])\n\t"       /* commit */
-                 "2:\n\t"
+                 PCPU_PUSH_NOT_TOP("%l[miss]")
+                 PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
                  /* base as a memory operand (x86: a plain load is the acquire
