@@ -498,21 +498,16 @@ void *krealloc(const void *p, size_t new_size, gfp_t flags)
     if (ZERO_OR_NULL_PTR(p))
         return kmalloc(new_size, flags);
     struct kmem_cache *ds = in_arena(p) ? addr_desc((uintptr_t)p)->cache : NULL;
+    size_t ks;
     if (ds && kslab_debugged(ds) && ds->orig_off) {
-        /* a debugged kmalloc object: its request size and red zone follow
-         * in place; a copy moves only what was requested */
+        /* A debugged kmalloc object keeps its request size: in place, the
+         * red zone follows the new size (ksize would open the whole
+         * object); a copy moves only what was requested. */
         kslab_slab_of(NULL, ds, p, "krealloc");
         if (slub_debug_resize(ds, (void *)p, new_size, flags))
             return (void *)p;
-        void *n = kmalloc(new_size, flags);
-        if (!n)
-            return NULL;
-        memcpy(n, p, slub_debug_orig_size(ds, (void *)p));
-        kfree(p);
-        return n;
-    }
-    size_t ks = ksize(p);
-    if (ks >= new_size) {
+        ks = slub_debug_orig_size(ds, (void *)p);
+    } else if ((ks = ksize(p)) >= new_size) {
         /* Fits in place.  With __GFP_ZERO, clear the tail so that a later
          * growth in place still reads zeroes (the kernel's contract). */
         if (flags & __GFP_ZERO)
