@@ -58,32 +58,27 @@ static void next_pointer(void *a)
     _exit((int)(e1 * 25 + e2 * 5 + e3));   /* an exit status is one byte */
 }
 
+/* A 64-byte object of a new cache, freed, then byte `at` written: what
+ * validation finds. */
+static int write_after_free(const char *name, slab_flags_t flags, int at, uint8_t v)
+{
+    struct kmem_cache *s = kmem_cache_create(name, 64, 0, flags, NULL);
+    uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
+    kmem_cache_free(s, p);
+    WRITE(p, at, v);
+    return (int)kmem_cache_validate(s);
+}
 static void first_word(void *a)
 {
-    struct kmem_cache *s = kmem_cache_create("TestSlub_1th_word_free", 64, 0, SLAB_POISON, NULL);
-    uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
-    kmem_cache_free(s, p);
-    WRITE(p, 0, 0x78);
-    _exit((int)kmem_cache_validate(s));
+    _exit(write_after_free("TestSlub_1th_word_free", SLAB_POISON, 0, 0x78));
 }
-
 static void clobber_50th_byte(void *a)
 {
-    struct kmem_cache *s = kmem_cache_create("TestSlub_50th_word_free", 64, 0, SLAB_POISON,
-                                             NULL);
-    uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
-    kmem_cache_free(s, p);
-    WRITE(p, 50, 0x9a);
-    _exit((int)kmem_cache_validate(s));
+    _exit(write_after_free("TestSlub_50th_word_free", SLAB_POISON, 50, 0x9a));
 }
-
 static void clobber_redzone_free(void *a)
 {
-    struct kmem_cache *s = kmem_cache_create("TestSlub_RZ_free", 64, 0, SLAB_RED_ZONE, NULL);
-    uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
-    kmem_cache_free(s, p);
-    WRITE(p, 64, 0xab);
-    _exit((int)kmem_cache_validate(s));
+    _exit(write_after_free("TestSlub_RZ_free", SLAB_RED_ZONE, 64, 0xab));
 }
 
 /* re-run with KSLAB_DEBUG=ZU,kmalloc-32: kmalloc(18) writing bytes 18, 19 */
@@ -241,34 +236,23 @@ static int env_case(const char *which)
     return 98;
 }
 
+/* This program again, as run_child's child, with KSLAB_DEBUG (and
+ * KSLAB_DEBUG_PANIC) set before kslab starts: argv[1] names the case. */
+struct rerun_args { const char *which, *debug, *panic; };
+static void exec_self(void *arg)
+{
+    const struct rerun_args *r = arg;
+    setenv("KSLAB_DEBUG", r->debug, 1);
+    if (r->panic)
+        setenv("KSLAB_DEBUG_PANIC", r->panic, 1);
+    execl("/proc/self/exe", "test_debug", r->which, (char *)NULL);
+    _exit(97);
+}
 static int rerun(const char *which, const char *debug, const char *panic, char *buf, size_t n,
                  int *sig)
 {
-    int p[2];
-    if (pipe(p))
-        return -1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(p[1], 2);
-        close(p[0]);
-        setenv("KSLAB_DEBUG", debug, 1);
-        if (panic)
-            setenv("KSLAB_DEBUG_PANIC", panic, 1);
-        execl("/proc/self/exe", "test_debug", which, (char *)NULL);
-        _exit(97);
-    }
-    close(p[1]);
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < n && (r = read(p[0], buf + got, n - 1 - got)) > 0)
-        got += (size_t)r;
-    buf[got] = 0;
-    close(p[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    struct rerun_args r = { which, debug, panic };
+    return run_child(exec_self, &r, buf, n, sig);
 }
 
 #define CASE(fn, want)                                                              \
