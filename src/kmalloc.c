@@ -19,8 +19,9 @@
  * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
  * current CPU's sheaf in a restartable sequence, a freed pointer validated
  * first: kmem_cache_free by the CPU's hint (percpu.h, rule 6) or the full
- * check (pcpu_free_fast), kfree from x's page descriptor (pcpu_free).  Per-thread (slub.h): the thread's cpu freelist.  The mode is
- * one predictable branch on a global set once at start-up.
+ * check (pcpu_free_fast), kfree from x's page descriptor (pcpu_kfree).
+ * Per-thread (slub.h): the thread's cpu freelist.  The mode is one
+ * predictable branch on a global set once at start-up.
  */
 static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache *s, gfp_t gfp,
                                                             size_t kmalloc_size)

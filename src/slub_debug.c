@@ -91,8 +91,21 @@ static slab_flags_t parse_letters(const char *p, size_t n, bool *off)
     return *off ? 0 : f;
 }
 
+/* An address in the main program (dladdr's object for it), weak so that
+ * it is only ever compared. */
+extern char __executable_start[] __attribute__((weak));
+#define main_marker (__executable_start)
+
+/* kslab's own object when it is a shared library (not the program): set
+ * once by kslab_debug_init, read by the reports. */
+static void *shared_base;
+
 void kslab_debug_init(void)
 {
+    Dl_info self, exe;
+    if (dladdr((void *)kslab_debug_init, &self) && dladdr((void *)main_marker, &exe) &&
+        self.dli_fbase != exe.dli_fbase)
+        shared_base = self.dli_fbase;
     const char *pv = prim_getenv("KSLAB_DEBUG_PANIC");
     debug_panic = pv && *pv && strcmp(pv, "0") != 0;
     const char *v = prim_getenv("KSLAB_DEBUG");
@@ -264,16 +277,17 @@ static void set_track(struct kmem_cache *s, void *x, enum track_item item, const
         memcpy(get_track(s, x, item), t, sizeof *t);
 }
 
+/* kslab_init, once: with KSLAB_DEBUG, glibc's backtrace() loads its unwinder
+ * now rather than inside the first allocation.  A cache that asks for U
+ * itself takes that first call in capture_track, outside every kslab lock
+ * (in_backtrace stops the allocation it makes from recursing). */
 void kslab_debug_warm(void)
 {
-    static _Atomic bool warm;   /* once; relaxed: backtrace() serialises itself */
     if (!global_flags && !nblocks)
-        return;                 /* no KSLAB_DEBUG; a cache's own U flag warms at create */
-    if (atomic_exchange_explicit(&warm, true, memory_order_relaxed))
         return;
     void *buf[2];
     in_backtrace = true;
-    backtrace(buf, 2);          /* glibc loads its unwinder now, not inside a report */
+    backtrace(buf, 2);
     in_backtrace = false;
 }
 
@@ -293,11 +307,6 @@ static void out(const char *fmt, ...)
     prim_write_stderr(buf, (size_t)n);
 }
 
-/* An address in the main program (dladdr's object for it), weak so that
- * it is only ever compared. */
-extern char __executable_start[] __attribute__((weak));
-#define main_marker (__executable_start)
-
 /* Is this frame one of kslab's own (the allocator's entry points and
  * internals), to be skipped when naming the caller? */
 static bool own_frame(void *pc, const char **name, uintptr_t *off)
@@ -312,12 +321,7 @@ static bool own_frame(void *pc, const char **name, uintptr_t *off)
     /* libkslab.so: every address in it; statically linked, the names of
      * its global functions (a static function resolves to the global one
      * before it, which is kslab's too) */
-    static Dl_info self;
-    if (!self.dli_fbase)
-        dladdr((void *)kslab_debug_init, &self);
-    Dl_info exe;
-    if (di.dli_fbase == self.dli_fbase && dladdr((void *)main_marker, &exe) &&
-        exe.dli_fbase != self.dli_fbase)
+    if (shared_base && di.dli_fbase == shared_base)
         return true;
     static const char *const own[] = {        /* prefixes */
         "kslab_", "kmem_cache_", "kmalloc", "kzalloc", "kcalloc", "krealloc", "kfree", "ksize",
@@ -648,10 +652,10 @@ void slub_debug_new_slab(struct kmem_cache *s, struct slab *slab)
 
 /* ---- allocation and free ------------------------------------------------------------ */
 
-static void trace(struct kmem_cache *s, void *x, const char *what)
+static void trace(struct kmem_cache *s, struct slab *slab, void *x, const char *what)
 {
     if (s->flags & SLAB_TRACE)
-        out("TRACE %s %s %p inuse=%u fp=%p", s->name, what, x, s->object_size,
+        out("TRACE %s %s %p inuse=%u fp=%p", s->name, what, x, (unsigned)slab->counters.inuse,
             get_freepointer(s, x));
 }
 
@@ -704,7 +708,7 @@ void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     struct track t;
     capture_track(s, &t);
     set_track(s, x, TRACK_ALLOC, &t);
-    trace(s, x, "alloc");
+    trace(s, slab, x, "alloc");
     stat_add(s, NULL, ALLOC_SLOWPATH, 1);
     return x;
 }
@@ -723,7 +727,7 @@ void slub_debug_free(struct kmem_cache *want, struct kmem_cache *s, void *x, con
     }
     if (s->flags & (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE))
         check_object(s, slab, x, RED_ACTIVE);
-    trace(s, x, "free");
+    trace(s, slab, x, "free");
     set_track(s, x, TRACK_FREE, &t);
     init_object(s, x, RED_INACTIVE);
     bool was_full = !slab_freelist(slab);
