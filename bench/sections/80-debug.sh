@@ -18,7 +18,7 @@ py_s() {  # ENV...: python3 alloc_heavy.py's wall seconds under libkslab-malloc
      "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
 }
 for f in none F Z P U FZPU; do
-  if [ $f = none ]; then out=$($B/micro_static x); py=$(py_s KSLAB_X=1)
+  if [ $f = none ]; then out=$($B/micro_static x); py=$(py_s)
   # --quick (3 x 1000 pairs): a debugged pair costs 20-1000x, U a backtrace each
   else out=$(KSLAB_DEBUG=$f $B/micro_static --quick x 2>/dev/null); py=$(py_s KSLAB_DEBUG=$f); fi
   printf 'kslab %s\t%s\t%s\t%s\n' "$f" "$(echo "$out" | pair_ns 'kmem_cache_alloc+free(256)')" \
@@ -40,9 +40,8 @@ if command -v valgrind >/dev/null; then
   vg=$(valgrind -q --tool=memcheck $B/malloc_pair --quick x 2>/dev/null)
   # python3 is not run under memcheck: alloc_heavy.py would take more than 15
   # minutes there (a one-line python3 -c takes a minute on this machine)
-  vgpy=""
-  printf 'glibc under valgrind memcheck\t%s\t%s\t%s\n' "$(echo "$vg" | pair_ns 'malloc+free(256)')" \
-    "$(echo "$vg" | pair_ns 'malloc(32)+free')" "$vgpy" >> "$RAW/debug.tsv"
+  printf 'glibc under valgrind memcheck\t%s\t%s\t\n' "$(echo "$vg" | pair_ns 'malloc+free(256)')" \
+    "$(echo "$vg" | pair_ns 'malloc(32)+free')" >> "$RAW/debug.tsv"
 fi
 {
   echo "## Debugging: what each KSLAB_DEBUG flag costs (issue 11)"
