@@ -23,29 +23,14 @@
 #include "slub.h"
 #include "slub_debug.h"
 
-static struct slab *seg_new_slab(struct kmem_cache *s)
-{
-    struct slab *slab = slub_new_slab(s, NEW_SLAB_FREE);
-    if (slab)
-        kslab_count(s, ALLOC_SLAB, 1);
-    return slab;
-}
-
 static void *seg_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     if (unlikely(kslab_debugged(s)))      /* SLUB's slabs, SLUB's debugging */
         return slub_debug_alloc(s, gfp, kmalloc_size);
     kslab_lock(&s->list_lock);
-    struct slab *slab = s->partial;
-    if (!slab) {
-        kslab_unlock(&s->list_lock);
-        struct slab *fresh = seg_new_slab(s);
-        if (!fresh)
-            return NULL;
-        kslab_lock(&s->list_lock);
-        add_partial(s, fresh);
-        slab = s->partial;
-    }
+    struct slab *slab = partial_or_new(s);
+    if (!slab)
+        return NULL;
     void *o = slab->freelist;
     slab_set_freelist(slab, get_freepointer(s, o));
     slab->counters.inuse++;
@@ -77,11 +62,8 @@ static void seg_free(struct kmem_cache *want, struct kmem_cache *s, void *x, con
     slab->counters.inuse--;
     if (was_full)
         add_partial(s, slab);
-    if (slab->counters.inuse == 0 && !(s->flags & SLAB_TYPESAFE_BY_RCU) &&
-        atomic_load_explicit(&s->nr_partial, memory_order_relaxed) > slub_c(s)->min_partial) {
-        remove_partial(s, slab);
+    if (partial_release_empty(s, slab))
         discard = slab;
-    }
     kslab_unlock(&s->list_lock);
     kslab_count(s, FREE_SLOWPATH, 1);
     if (discard)

@@ -251,6 +251,35 @@ void add_partial(struct kmem_cache *s, struct slab *slab)
                           memory_order_relaxed);
 }
 
+/* The locked single-object paths (slob-seg, debugged caches): the first
+ * partial slab, a new one added if there is none.  Called and returns with
+ * list_lock held; NULL (lock dropped) if the page layer has none. */
+struct slab *partial_or_new(struct kmem_cache *s)
+{
+    while (!s->partial) {
+        kslab_unlock(&s->list_lock);
+        struct slab *fresh = slub_new_slab(s, NEW_SLAB_FREE);
+        if (!fresh)
+            return NULL;
+        kslab_count(s, ALLOC_SLAB, 1);
+        kslab_lock(&s->list_lock);
+        add_partial(s, fresh);
+    }
+    return s->partial;
+}
+
+/* A partial slab just emptied by a free: off the list if the cache keeps
+ * enough empty slabs already (and may give slabs back); the caller then
+ * discards it, list_lock dropped. */
+bool partial_release_empty(struct kmem_cache *s, struct slab *slab)
+{
+    if (slab->counters.inuse || (s->flags & SLAB_TYPESAFE_BY_RCU) ||
+        atomic_load_explicit(&s->nr_partial, memory_order_relaxed) <= slub_c(s)->min_partial)
+        return false;
+    remove_partial(s, slab);
+    return true;
+}
+
 void remove_partial(struct kmem_cache *s, struct slab *slab)
 {
     if (slab->prev)

@@ -43,6 +43,8 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode);
 /* The cache's doubly linked partial list (list_lock held). */
 void add_partial(struct kmem_cache *s, struct slab *slab);
 void remove_partial(struct kmem_cache *s, struct slab *slab);
+struct slab *partial_or_new(struct kmem_cache *s);
+bool partial_release_empty(struct kmem_cache *s, struct slab *slab);
 int slub_shrink(struct kmem_cache *s);
 size_t slub_ksize(struct kmem_cache *s, const void *x);
 long slub_destroy(struct kmem_cache *s);

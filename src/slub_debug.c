@@ -665,15 +665,8 @@ void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     void *x;
     kslab_lock(&s->list_lock);
     for (;;) {
-        while (!(slab = s->partial)) {
-            kslab_unlock(&s->list_lock);
-            slab = slub_new_slab(s, NEW_SLAB_FREE);
-            if (!slab)
-                return NULL;
-            stat_add(s, NULL, ALLOC_SLAB, 1);
-            kslab_lock(&s->list_lock);
-            add_partial(s, slab);
-        }
+        if (!(slab = partial_or_new(s)))
+            return NULL;
         x = slab_freelist(slab);
         if (valid_pointer(s, slab, x))
             break;
@@ -738,11 +731,8 @@ void slub_debug_free(struct kmem_cache *want, struct kmem_cache *s, void *x, con
         remove_full(s, slab);
         add_partial(s, slab);
     }
-    if (!slab->counters.inuse && !(s->flags & SLAB_TYPESAFE_BY_RCU) &&
-        atomic_load_explicit(&s->nr_partial, memory_order_relaxed) > slub_c(s)->min_partial) {
-        remove_partial(s, slab);
+    if (partial_release_empty(s, slab))
         discard = slab;
-    }
     kslab_unlock(&s->list_lock);
     stat_add(s, NULL, FREE_SLOWPATH, 1);
     if (discard)
