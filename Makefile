@@ -26,7 +26,7 @@ test-plain: all
 test-asan:
 	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKSLAB_SANITIZE=address,undefined
 	$(CMAKE) --build build-asan -j$(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS) -E install
+	cd build-asan && KSLAB_ASAN=0 ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j$(JOBS) -E install
 
 test-tsan:
 	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DKSLAB_SANITIZE=thread

@@ -42,6 +42,7 @@
  */
 #include "slab.h"
 #include "percpu.h"
+#include "slub_debug.h"
 
 enum { OBJFREELIST = 0, OFF_SLAB = 1, ON_SLAB = 2 };
 enum { LIST_FULL = 0, LIST_PARTIAL = 1, LIST_FREE = 2 };
@@ -90,12 +91,15 @@ static unsigned slab_order(unsigned size, unsigned idx, unsigned placement, unsi
 static int slab_cache_init(struct kmem_cache *s)
 {
     struct slab_cache *sc = slab_c(s);
+    bool debug = kslab_debugged(s);
     size_t size = ALIGN_UP(s->object_size, sizeof(void *));
     size = ALIGN_UP(size, s->align);
+    s->offset = 0;
+    if (debug)
+        size = slub_debug_layout(s);    /* red zones, tracks, padding (no free pointer) */
     if (size > (PAGE_SIZE << MAX_SLAB_ORDER))
         return -1;
     s->size = (uint32_t)size;
-    s->offset = 0;
     unsigned forced = force_idx_size(), num = 0, order;
     size_t left = 0;
     /* index width: bytes if a slab holds at most 256 objects */
@@ -104,7 +108,8 @@ static int slab_cache_init(struct kmem_cache *s)
         idx = 2;
     /* placement, in the kernel's order of preference */
     unsigned placement = ON_SLAB;
-    if (!s->ctor && !(s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
+    /* (a debugged object's bytes are red zone and poison, never an array) */
+    if (!s->ctor && !debug && !(s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
         order = slab_order(s->size, idx, OBJFREELIST, &num, &left);
         if ((size_t)num * idx <= s->size)
             placement = OBJFREELIST;
@@ -123,13 +128,15 @@ static int slab_cache_init(struct kmem_cache *s)
     sc->idx_size = idx;
     kslab_set_geometry(s, order, num);
     sc->colour_off = s->align > 64 ? s->align : 64;
-    sc->colour = (uint32_t)(left / sc->colour_off);
+    /* a debugged slab's colour is its first left red zone */
+    sc->colour = debug ? 0 : (uint32_t)(left / sc->colour_off);
     sc->colour_next = 0;
-    /* enable_cpucache(): limit by object size, batchcount half of it */
-    sc->limit = s->size > 131072 ? 1 : s->size > PAGE_SIZE ? 8 : s->size > 1024 ? 24
+    /* enable_cpucache(): limit by object size, batchcount half of it; a
+     * debugged cache has no array caches (every object through the checks) */
+    sc->limit = debug ? 0 : s->size > 131072 ? 1 : s->size > PAGE_SIZE ? 8 : s->size > 1024 ? 24
              : s->size > 256 ? 54 : 120;
     sc->batchcount = (sc->limit + 1) / 2;
-    sc->shared = s->size <= PAGE_SIZE && prim_ncpus() > 1 ? 8 : 0;
+    sc->shared = !debug && s->size <= PAGE_SIZE && prim_ncpus() > 1 ? 8 : 0;
     sc->shared_limit = sc->shared * sc->batchcount;
     sc->shared_array = NULL;
     if (sc->shared_limit) {
@@ -268,7 +275,10 @@ static bool cache_grow(struct kmem_cache *s)
     if (++sc->colour_next > sc->colour)
         sc->colour_next = 0;
     kslab_unlock(&s->list_lock);
-    slab_colour_set(slab, s->order, colour * sc->colour_off);
+    if (kslab_debugged(s))
+        slub_debug_new_slab(s, slab);   /* colour: the left red zone; poison, padding */
+    else
+        slab_colour_set(slab, s->order, colour * sc->colour_off);
     char *mem = base + slab->pg_colour;
     if (s->ctor)
         for (unsigned i = 0; i < s->objects; i++)
@@ -284,6 +294,8 @@ static bool cache_grow(struct kmem_cache *s)
     slab->counters.order = (uint8_t)s->order;
     for (unsigned i = 0; i < s->objects; i++)
         idx_set(s, slab, i, i);
+    if (kslab_debugged(s))
+        slub_debug_slab_ready(s, slab);   /* every object free, for ASan or valgrind */
     pages_publish(slab);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->total_objects, s->objects, memory_order_relaxed);
@@ -429,6 +441,8 @@ static void *alloc_one_direct(struct kmem_cache *s)
 
 static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    if (unlikely(kslab_debugged(s)))
+        return slub_debug_alloc(s, gfp, kmalloc_size);
     struct kslab_thread *t = kslab_thread_for(s);
     void *obj;
     if (likely(t)) {
@@ -534,11 +548,18 @@ static void free_offslab(void *x)
 {
     struct kmem_cache *s;
     kslab_object_slab(NULL, x, "kfree", &s);
-    free_to_slab(s, x);
+    if (unlikely(kslab_debugged(s)))
+        slub_debug_free(NULL, s, x, "kfree");   /* no thread state either */
+    else
+        free_to_slab(s, x);
 }
 
 static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
+    if (unlikely(kslab_debugged(s))) {
+        slub_debug_free(want, s, x, fn);
+        return;
+    }
     kslab_slab_of(want, s, x, fn);
     struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t)) {
@@ -557,8 +578,121 @@ static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, co
 static size_t slab_ksize(struct kmem_cache *s, const void *x)
 {
     kslab_slab_of(NULL, s, x, "ksize");
+    if (unlikely(kslab_debugged(s)))
+        return slub_debug_ksize(s, (void *)x);
     return s->size;
 }
+
+/* ---- debugging (slub_debug.c's checks and reports on SLAB's slabs) ----------------- */
+
+static struct slab **dbg_list(struct kmem_cache *s, unsigned i)
+{
+    return list_head(s, i);
+}
+
+static struct slab *dbg_slab_for_alloc(struct kmem_cache *s)
+{
+    for (;;) {
+        struct slab *slab = s->partial ? s->partial : slab_c(s)->slabs_free;
+        if (slab)
+            return slab;
+        kslab_unlock(&s->list_lock);
+        if (!cache_grow(s))
+            return NULL;
+        kslab_lock(&s->list_lock);
+    }
+}
+
+/* The index array against inuse: every free index in range and listed
+ * once.  A bad entry is dropped (its place taken by the lowest free entry,
+ * inuse grows): what it stood for stays allocated, as a cut freelist's
+ * objects do in SLUB. */
+static int dbg_check_free(struct kmem_cache *s, struct slab *slab)
+{
+    unsigned n = s->objects, inuse = slab->counters.inuse, bad = 0;
+    char info[96];
+    if (inuse > n) {
+        snprintf(info, sizeof info, "more objects in use than the slab has");
+        slub_debug_list_err(s, slab, "Wrong object count", info, "Object count adjusted");
+        slab->counters.inuse = (uint16_t)n;
+        list_fix(s, slab);
+        return 1;
+    }
+    uint64_t seen[65536 / 64];
+    memset(seen, 0, (n + 63) / 64 * sizeof(uint64_t));
+    for (unsigned i = n; i-- > inuse;) {
+        for (;;) {
+            unsigned v = idx_get(s, slab, i);
+            if (v < n && !(seen[v / 64] >> (v % 64) & 1)) {
+                seen[v / 64] |= 1ull << (v % 64);
+                break;
+            }
+            bad++;                         /* out of range or listed twice: drop it */
+            idx_set(s, slab, i, idx_get(s, slab, inuse));
+            if (i == inuse++)
+                break;
+        }
+    }
+    if (!bad)
+        return 0;
+    snprintf(info, sizeof info, "%u free indexes out of range or listed twice", bad);
+    char fix[64];
+    snprintf(fix, sizeof fix, "%u entries dropped from the free list", bad);
+    slub_debug_list_err(s, slab, "Freelist corrupt", info, fix);
+    slab->counters.inuse = (uint16_t)inuse;
+    slab_c(s)->free_objects -= bad;
+    list_fix(s, slab);
+    return 1;
+}
+
+static void *dbg_take(struct kmem_cache *s, struct slab *slab)
+{
+    dbg_check_free(s, slab);
+    if (slab->counters.inuse >= s->objects)
+        return NULL;
+    void *x = slab_get_obj(s, slab);
+    slab_c(s)->free_objects--;
+    list_fix(s, slab);
+    return x;
+}
+
+static bool dbg_is_free(struct kmem_cache *s, struct slab *slab, void *x)
+{
+    unsigned idx = (unsigned)(((char *)x - slab_mem(slab)) / s->size);
+    for (unsigned i = slab->counters.inuse; i < s->objects; i++)
+        if (idx_get(s, slab, i) == idx)
+            return true;
+    return false;
+}
+
+static struct slab *dbg_give(struct kmem_cache *s, struct slab *slab, void *x)
+{
+    /* a corrupt array could hide x among the free, or leave nothing in use */
+    if (dbg_check_free(s, slab) && dbg_is_free(s, slab, x))
+        return NULL;
+    slab_put_obj(s, slab, x);
+    slab_c(s)->free_objects++;
+    list_fix(s, slab);
+    return trim_free_slabs(s, slab_c(s)->free_limit);
+}
+
+static size_t dbg_meta_tail(struct kmem_cache *s)
+{
+    return slab_c(s)->placement == ON_SLAB ? (size_t)s->objects * slab_c(s)->idx_size : 0;
+}
+
+const struct kslab_debug_ops slab_debug_ops = {
+    .freeptr = false,
+    .nlists = 3,
+    .list = dbg_list,
+    .slab_for_alloc = dbg_slab_for_alloc,
+    .take = dbg_take,
+    .is_free = dbg_is_free,
+    .check_free = dbg_check_free,
+    .give = dbg_give,
+    .discard = destroy_list,
+    .meta_tail = dbg_meta_tail,
+};
 
 /* ---- flush, shrink, destroy, slabinfo ---------------------------------------------- */
 
@@ -633,4 +767,5 @@ const struct kslab_backend slab_backend = {
     .tunables = slab_tunables,
     .cpu_refill = slab_cpu_refill,
     .cpu_drain = slab_cpu_drain,
+    .debug = &slab_debug_ops,
 };

@@ -119,9 +119,10 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     flags = kslab_debug_flags(name, flags);
     if ((flags & SLAB_DEBUG_FLAGS) && !kslab_debug_supported()) {
         static _Atomic bool warned;     /* once: relaxed, a flag for a message */
-        if (!atomic_exchange_explicit(&warned, true, memory_order_relaxed))
+        if ((flags & SLAB_USER_DEBUG_FLAGS) &&
+            !atomic_exchange_explicit(&warned, true, memory_order_relaxed))
             kslab_warn("debugging (SLAB_RED_ZONE, SLAB_POISON, SLAB_STORE_USER, "
-                       "SLAB_CONSISTENCY_CHECKS, KSLAB_DEBUG) needs the slub or slob-seg back-end; "
+                       "SLAB_CONSISTENCY_CHECKS, KSLAB_DEBUG) needs the slub, slab or slob-seg back-end; "
                        "caches of %s run without it", kslab_be->name);
         flags &= ~SLAB_DEBUG_FLAGS;
     }
@@ -241,6 +242,8 @@ struct slab *kslab_take_slabs(struct kmem_cache *s)
 
 void kslab_discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, struct slab *slab)
 {
+    if (kslab_debugged(s))
+        slub_debug_slab_release(s, slab);   /* ASan, valgrind: its memory usable again */
     atomic_fetch_sub_explicit(&s->nr_slabs, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&s->total_objects, s->objects, memory_order_relaxed);
     stat_add(s, cc, FREE_SLAB, 1);
@@ -252,8 +255,9 @@ void kslab_discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, st
 
 /* ---- cache lifecycle ------------------------------------------------------------ */
 
-#define SLAB_NEVER_MERGE (SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER | SLAB_TYPESAFE_BY_RCU | \
-                          SLAB_NO_MERGE | SLAB_CONSISTENCY_CHECKS)
+/* (a cache annotated for ASan or valgrind has metadata in its slots too:
+ * the tool sees each cache's objects at their own size) */
+#define SLAB_NEVER_MERGE (SLAB_DEBUG_FLAGS | SLAB_TYPESAFE_BY_RCU | SLAB_NO_MERGE)
 
 /* find_mergeable(): an existing cache whose objects can serve this one. */
 static struct kmem_cache *find_mergeable(unsigned size, unsigned align, slab_flags_t flags,

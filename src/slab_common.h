@@ -325,6 +325,8 @@ struct kslab_backend {
     void (*cpu_drain)(struct kmem_cache *s, void **p, unsigned n, bool whole);
     /* kmalloc with an alignment no size class gives (optional: SLOB) */
     void *(*kmalloc_aligned)(size_t size, size_t align, gfp_t gfp);
+    /* slub_debug.h: its slabs for the debug paths (NULL: no debugging) */
+    const struct kslab_debug_ops *debug;
 };
 extern const struct kslab_backend *kslab_be;
 extern const struct kslab_backend slub_backend, slab_backend, slob_backend, slob_seg_backend;

@@ -81,4 +81,5 @@ const struct kslab_backend slob_seg_backend = {
     .free_bulk = kslab_free_bulk_each,
     .shrink = slub_shrink,
     .destroy = slub_destroy,
+    .debug = &slub_debug_ops,
 };

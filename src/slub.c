@@ -327,6 +327,8 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
             set_freepointer(s, p, p + s->size);
         set_freepointer(s, last, NULL);
     }
+    if (kslab_debugged(s))
+        slub_debug_slab_ready(s, slab);   /* every object free, for ASan or valgrind */
     union slab_counters c = { .word = 0 };
     c.inuse = mode == NEW_SLAB_FREE ? 0 : s->objects;
     c.objects = (uint16_t)s->objects;
@@ -1249,4 +1251,5 @@ const struct kslab_backend slub_backend = {
     .destroy = slub_destroy,
     .cpu_refill = slub_cpu_refill,
     .cpu_drain = slub_cpu_drain,
+    .debug = &slub_debug_ops,
 };

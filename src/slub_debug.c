@@ -44,6 +44,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define HAVE_ASAN 1
+#else
+#define HAVE_ASAN 0
+#endif
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define HAVE_VALGRIND 1
+#else
+#define HAVE_VALGRIND 0
+#endif
+
 enum {
     RED_INACTIVE = 0xbb, RED_ACTIVE = 0xcc,
     POISON_FREE = 0x6b, POISON_END = 0xa5, POISON_INUSE = 0x5a,
@@ -100,8 +113,75 @@ extern char __executable_start[] __attribute__((weak));
  * once by kslab_debug_init, read by the reports. */
 static void *shared_base;
 
+/* ---- sanitizers and valgrind ------------------------------------------------------
+ *
+ * Under ASan (a build with -fsanitize=address) or valgrind (memcheck,
+ * detected at start-up), every cache gets SLAB_KSLAB_ANNOTATE and so takes
+ * the debug paths below, whatever its other flags: no sheaves, no cpu
+ * slab, so no fast path ever touches an object the tool thinks is off
+ * limits.  There each object's slot is, for the tool:
+ *   free       all of it off limits (ASan: poisoned; valgrind: freed with
+ *              VALGRIND_FREELIKE_BLOCK, then no access);
+ *   allocated  only [x, x + request) usable (ASan: the rest poisoned, so
+ *              kmalloc(18) writing byte 18 is caught as ASan catches it on
+ *              malloc; valgrind: a VALGRIND_MALLOCLIKE_BLOCK of that size).
+ * kslab's own reads and writes (checks, poison, tracks, free pointers) open
+ * the slot first and close it again in its state.  A normal build pays
+ * nothing: the annotations live on the debug paths only, behind `tool`.
+ * KSLAB_ASAN=0 / KSLAB_VALGRIND=0 turn them off.
+ */
+enum { TOOL_NONE, TOOL_ASAN, TOOL_VALGRIND };
+static int tool;                /* set once by kslab_debug_init */
+
+static bool env_off(const char *name)
+{
+    const char *v = prim_getenv(name);
+    return v && strcmp(v, "0") == 0;
+}
+
+static void tool_init(void)
+{
+#if HAVE_ASAN
+    if (!env_off("KSLAB_ASAN"))
+        tool = TOOL_ASAN;
+#endif
+#if HAVE_VALGRIND
+    if (tool == TOOL_NONE && RUNNING_ON_VALGRIND && !env_off("KSLAB_VALGRIND"))
+        tool = TOOL_VALGRIND;
+#endif
+}
+
+/* [p, p + n): kslab is about to read or write it */
+static void tool_open(const void *p, size_t n)
+{
+#if HAVE_ASAN
+    if (tool == TOOL_ASAN)
+        __asan_unpoison_memory_region(p, n);
+#endif
+#if HAVE_VALGRIND
+    if (tool == TOOL_VALGRIND)
+        VALGRIND_MAKE_MEM_DEFINED(p, n);
+#endif
+    (void)p, (void)n;
+}
+
+/* [p, p + n): off limits to the program */
+static void tool_close(const void *p, size_t n)
+{
+#if HAVE_ASAN
+    if (tool == TOOL_ASAN)
+        __asan_poison_memory_region(p, n);
+#endif
+#if HAVE_VALGRIND
+    if (tool == TOOL_VALGRIND)
+        VALGRIND_MAKE_MEM_NOACCESS(p, n);
+#endif
+    (void)p, (void)n;
+}
+
 void kslab_debug_init(void)
 {
+    tool_init();
     Dl_info self, exe;
     if (dladdr((void *)kslab_debug_init, &self) && dladdr((void *)main_marker, &exe) &&
         self.dli_fbase != exe.dli_fbase)
@@ -177,8 +257,12 @@ slab_flags_t kslab_debug_flags(const char *name, slab_flags_t flags)
         if (!list_match(blocks[i].list, name))
             continue;
         named = true;
-        flags = blocks[i].off ? flags & ~SLAB_DEBUG_FLAGS : flags | blocks[i].flags;
+        flags = blocks[i].off ? flags & ~SLAB_USER_DEBUG_FLAGS : flags | blocks[i].flags;
     }
+    /* (a SLAB_TYPESAFE_BY_RCU object may be read after its free, as the
+     * kernel's KASAN leaves such objects unpoisoned: not annotated) */
+    if (tool != TOOL_NONE && !(flags & SLAB_TYPESAFE_BY_RCU))
+        flags |= SLAB_KSLAB_ANNOTATE;
     return named ? flags : flags | global_flags;
 }
 
@@ -196,7 +280,7 @@ size_t slub_debug_layout(struct kmem_cache *s)
     if ((f & SLAB_RED_ZONE) && size == s->object_size)
         size += sizeof(void *);         /* a right red zone of at least a word */
     s->inuse = (uint32_t)size;
-    if (s->ctor || (f & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
+    if (kslab_be->debug->freeptr && (s->ctor || (f & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON)))) {
         s->offset = (uint32_t)size;     /* outside what poison or the user keeps */
         size += sizeof(void *);
     } else {
@@ -208,7 +292,7 @@ size_t slub_debug_layout(struct kmem_cache *s)
         size += 2 * sizeof(struct track);
     }
     s->orig_off = 0;
-    if (s->is_kmalloc && (f & (SLAB_STORE_USER | SLAB_RED_ZONE))) {
+    if (s->is_kmalloc && (f & (SLAB_STORE_USER | SLAB_RED_ZONE | SLAB_KSLAB_ANNOTATE))) {
         s->orig_off = (uint32_t)size;
         size += sizeof(uint32_t);
     }
@@ -237,6 +321,76 @@ static void set_orig_size(struct kmem_cache *s, void *x, uint32_t n)
 static struct track *get_track(struct kmem_cache *s, void *x, enum track_item t)
 {
     return (struct track *)(void *)(obj_bytes(x) + s->track_off) + t;
+}
+
+/* A slot for the tool (see "sanitizers and valgrind"): open for kslab (all
+ * of it: free, or about to be freed), closed as free, closed as allocated
+ * (usable up to its request size). */
+static uint8_t *slot_of(struct kmem_cache *s, void *x)
+{
+    return obj_bytes(x) - s->red_left_pad;
+}
+static void open_slot(struct kmem_cache *s, void *x)
+{
+    if (tool != TOOL_NONE)
+        tool_open(slot_of(s, x), s->size);
+}
+static void close_free(struct kmem_cache *s, void *x)
+{
+    if (tool != TOOL_NONE)
+        tool_close(slot_of(s, x), s->size);
+}
+/* An allocated object's slot but its usable bytes (whose contents and
+ * definedness are the program's). */
+static void open_allocated(struct kmem_cache *s, void *x)
+{
+    if (tool == TOOL_ASAN) {
+        open_slot(s, x);
+    } else if (tool == TOOL_VALGRIND) {
+        tool_open(slot_of(s, x), s->red_left_pad);
+        tool_open(obj_bytes(x) + s->object_size, s->size - s->red_left_pad - s->object_size);
+        tool_open(obj_bytes(x) + get_orig_size(s, x), s->object_size - get_orig_size(s, x));
+    }
+}
+static void close_allocated(struct kmem_cache *s, void *x)
+{
+    if (tool == TOOL_NONE)
+        return;
+    uint32_t orig = get_orig_size(s, x);
+    if (tool == TOOL_ASAN) {
+        tool_close(slot_of(s, x), s->size);
+#if HAVE_ASAN
+        __asan_unpoison_memory_region(x, orig);
+#endif
+    } else {
+        tool_close(slot_of(s, x), s->red_left_pad);
+        tool_close(obj_bytes(x) + orig, s->size - s->red_left_pad - orig);
+    }
+}
+/* A free object's free pointer, read by a freelist walk */
+static void *peek_freepointer(struct kmem_cache *s, void *x)
+{
+    if (tool == TOOL_NONE)
+        return get_freepointer(s, x);
+    tool_open(obj_bytes(x) + s->offset, sizeof(void *));
+    void *fp = get_freepointer(s, x);
+    tool_close(obj_bytes(x) + s->offset, sizeof(void *));
+    return fp;
+}
+
+void slub_debug_slab_ready(struct kmem_cache *s, struct slab *slab)
+{
+    if (tool == TOOL_NONE)
+        return;
+    uint8_t *first = (uint8_t *)slab_address(slab) + s->red_left_pad;
+    for (unsigned i = 0; i < s->objects; i++)
+        close_free(s, first + (size_t)i * s->size);
+}
+
+void slub_debug_slab_release(struct kmem_cache *s, struct slab *slab)
+{
+    if (tool != TOOL_NONE)
+        tool_open(slab_address(slab), PAGE_SIZE << s->order);
 }
 
 /* ---- tracks ---------------------------------------------------------------------- */
@@ -387,10 +541,15 @@ static void hex_dump(const char *label, const uint8_t *p, size_t n)
     for (size_t i = 0; i < n; i += 16) {
         char hex[16 * 3 + 1], asc[17];
         size_t k = n - i < 16 ? n - i : 16;
+        uint8_t b[16];
+        memcpy(b, p + i, k);
+#if HAVE_VALGRIND
+        VALGRIND_MAKE_MEM_DEFINED(b, k);   /* printing the program's undefined bytes is fine */
+#endif
         for (size_t j = 0; j < 16; j++) {
             if (j < k) {
-                snprintf(hex + 3 * j, 4, "%02x ", p[i + j]);
-                asc[j] = p[i + j] >= 0x20 && p[i + j] < 0x7f ? (char)p[i + j] : '.';
+                snprintf(hex + 3 * j, 4, "%02x ", b[j]);
+                asc[j] = b[j] >= 0x20 && b[j] < 0x7f ? (char)b[j] : '.';
             } else {
                 memcpy(hex + 3 * j, "   ", 4);
                 asc[j] = ' ';
@@ -415,7 +574,10 @@ static void print_object(struct kmem_cache *s, struct slab *slab, void *x)
     uint8_t *base = (uint8_t *)slab_address(slab);
     out("Slab %p objects=%u used=%u fp=%p", (void *)base, (unsigned)s->objects,
         (unsigned)slab->counters.inuse, slab_freelist(slab));
-    out("Object %p @offset=%lu fp=%p", x, (unsigned long)(p - base), get_freepointer(s, x));
+    if (kslab_be->debug->freeptr)
+        out("Object %p @offset=%lu fp=%p", x, (unsigned long)(p - base), get_freepointer(s, x));
+    else
+        out("Object %p @offset=%lu", x, (unsigned long)(p - base));
     out("%s", "");
     if (s->track_off) {
         print_track("Allocated", get_track(s, x, TRACK_ALLOC));
@@ -555,14 +717,29 @@ static bool valid_pointer(struct kmem_cache *s, struct slab *slab, void *x)
     return x && object_start(s, (uintptr_t)slab_first(s, slab), x);
 }
 
-/* The bytes after the last slot of the slab. */
+/* The bytes after the last slot of the slab, up to the metadata a back-end
+ * keeps at its end (SLAB's on-slab index array). */
 static int check_slab_tail(struct kmem_cache *s, struct slab *slab)
 {
     uint8_t *base = (uint8_t *)slab_address(slab);
-    size_t used = (size_t)s->objects * s->size, all = PAGE_SIZE << s->order;
-    return used < all ? check_bytes(s, slab, NULL, "Slab padding", base + used, POISON_INUSE,
-                                    all - used) : 0;
+    size_t used = (size_t)s->objects * s->size;
+    size_t end = (PAGE_SIZE << s->order) - kslab_be->debug->meta_tail(s);
+    return used < end ? check_bytes(s, slab, NULL, "Slab padding", base + used, POISON_INUSE,
+                                    end - used) : 0;
 }
+
+void slub_debug_list_err(struct kmem_cache *s, struct slab *slab, const char *what,
+                         const char *info, const char *fix)
+{
+    slab_err_banner(s, what);
+    out("INFO: Slab %p objects=%u used=%u: %s", slab_address(slab), (unsigned)s->objects,
+        (unsigned)slab->counters.inuse, info);
+    out("FIX %s: %s", s->name, fix);
+    out("%s", "");
+    error_done();
+}
+
+/* ---- SLUB's slabs: a free pointer in each free object ------------------------------ */
 
 /* Walk the slab's freelist: is x on it (search, or NULL), and is it sane?
  * A corrupt free pointer cuts the list there (the objects after it stay
@@ -576,8 +753,10 @@ static bool on_freelist(struct kmem_cache *s, struct slab *slab, void *search, i
             return true;
         if (!valid_pointer(s, slab, fp)) {
             if (prev) {
+                open_slot(s, prev);
                 object_err(s, slab, prev, "Freechain corrupt");
                 set_freepointer(s, prev, NULL);
+                close_free(s, prev);
             } else {
                 object_err(s, slab, NULL, "Freepointer corrupt");
                 slab_set_freelist(slab, NULL);
@@ -588,31 +767,43 @@ static bool on_freelist(struct kmem_cache *s, struct slab *slab, void *search, i
             break;
         }
         prev = fp;
-        fp = get_freepointer(s, fp);
+        fp = peek_freepointer(s, fp);
         nr++;
     }
     if (nr > s->objects) {
         object_err(s, slab, NULL, "Freelist cycle");
+        open_slot(s, prev);
         set_freepointer(s, prev, NULL);
+        close_free(s, prev);
         if (errors)
             ++*errors;
         nr = s->objects;
     }
     if (!search && slab->counters.inuse != s->objects - nr) {
-        slab_err_banner(s, "Wrong object count");
-        out("INFO: counter says %u in use, the freelist has %u free of %u",
-            (unsigned)slab->counters.inuse, nr, (unsigned)s->objects);
-        out("FIX %s: Object count adjusted", s->name);
+        char info[80];
+        snprintf(info, sizeof info, "the freelist has %u free", nr);
+        slub_debug_list_err(s, slab, "Wrong object count", info, "Object count adjusted");
         slab->counters.inuse = s->objects - nr;
-        error_done();
         if (errors)
             ++*errors;
     }
     return false;
 }
 
-/* ---- the slab lists of a debugged cache (list_lock held) ---------------------------- */
+static bool slub_is_free(struct kmem_cache *s, struct slab *slab, void *x)
+{
+    return on_freelist(s, slab, x, NULL);
+}
 
+static int slub_check_free(struct kmem_cache *s, struct slab *slab)
+{
+    int errors = 0;
+    on_freelist(s, slab, NULL, &errors);
+    return errors;
+}
+
+/* A debugged cache keeps its full slabs on a list of their own, so that
+ * validation finds them. */
 static void add_full(struct kmem_cache *s, struct slab *slab)
 {
     struct slub_cache *sc = slub_c(s);
@@ -634,51 +825,24 @@ static void remove_full(struct kmem_cache *s, struct slab *slab)
     slab->next = slab->prev = NULL;
 }
 
-/* Before slub_new_slab constructs and links the objects: the left red
- * zone as the slab's colour, every object free (red zones, poison, no
- * tracks), padding and the slab's tail 0x5a. */
-void slub_debug_new_slab(struct kmem_cache *s, struct slab *slab)
+static struct slab **slub_list(struct kmem_cache *s, unsigned i)
 {
-    if (s->red_left_pad)
-        slab_colour_set(slab, s->order, s->red_left_pad);
-    uint8_t *base = (uint8_t *)slab_address(slab);
-    memset(base, POISON_INUSE, PAGE_SIZE << s->order);
-    for (unsigned i = 0; i < s->objects; i++) {
-        void *x = base + (size_t)i * s->size + s->red_left_pad;
-        memset(x, 0, s->meta_end);
-        init_object(s, x, RED_INACTIVE);
-    }
+    return i ? &slub_c(s)->full : &s->partial;
 }
 
-/* ---- allocation and free ------------------------------------------------------------ */
-
-static void trace(struct kmem_cache *s, struct slab *slab, void *x, const char *what)
+static void *slub_take(struct kmem_cache *s, struct slab *slab)
 {
-    if (s->flags & SLAB_TRACE)
-        out("TRACE %s %s %p inuse=%u fp=%p", s->name, what, x, (unsigned)slab->counters.inuse,
-            get_freepointer(s, x));
-}
-
-void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
-{
-    struct slab *slab;
-    void *x;
-    kslab_lock(&s->list_lock);
-    for (;;) {
-        if (!(slab = partial_or_new(s)))
-            return NULL;
-        x = slab_freelist(slab);
-        if (valid_pointer(s, slab, x))
-            break;
+    void *x = slab_freelist(slab);
+    if (!valid_pointer(s, slab, x)) {
         /* the head itself is corrupt: report, cut, count the slab full */
         on_freelist(s, slab, NULL, NULL);
         if (!slab_freelist(slab)) {
             remove_partial(s, slab);
             add_full(s, slab);
         }
+        return NULL;
     }
-    if (s->flags & (SLAB_CONSISTENCY_CHECKS | SLAB_POISON | SLAB_RED_ZONE))
-        check_object(s, slab, x, RED_INACTIVE);
+    open_slot(s, x);            /* for its free pointer (and the checks after) */
     void *next = get_freepointer(s, x);
     if (next && !valid_pointer(s, slab, next)) {
         object_err(s, slab, x, "Freepointer corrupt");
@@ -692,6 +856,90 @@ void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         remove_partial(s, slab);
         add_full(s, slab);
     }
+    return x;
+}
+
+static struct slab *slub_give(struct kmem_cache *s, struct slab *slab, void *x)
+{
+    bool was_full = !slab_freelist(slab);
+    set_freepointer(s, x, slab_freelist(slab));
+    slab_set_freelist(slab, x);
+    slab->counters.inuse--;
+    if (was_full) {
+        remove_full(s, slab);
+        add_partial(s, slab);
+    }
+    if (!partial_release_empty(s, slab))
+        return NULL;
+    slab->next = NULL;
+    return slab;
+}
+
+static void slub_discard(struct kmem_cache *s, struct slab *list)
+{
+    if (list)
+        kslab_discard_slab(s, NULL, list);
+}
+
+static size_t slub_meta_tail(struct kmem_cache *s)
+{
+    return 0;
+}
+
+const struct kslab_debug_ops slub_debug_ops = {
+    .freeptr = true,
+    .nlists = 2,
+    .list = slub_list,
+    .slab_for_alloc = partial_or_new,
+    .take = slub_take,
+    .is_free = slub_is_free,
+    .check_free = slub_check_free,
+    .give = slub_give,
+    .discard = slub_discard,
+    .meta_tail = slub_meta_tail,
+};
+
+/* Before the back-end constructs and links the objects of a new slab: the
+ * left red zone as the slab's colour, every object free (red zones,
+ * poison, no tracks), padding and the slab's tail 0x5a. */
+void slub_debug_new_slab(struct kmem_cache *s, struct slab *slab)
+{
+    slab_colour_set(slab, s->order, s->red_left_pad);
+    uint8_t *base = (uint8_t *)slab_address(slab);
+    memset(base, POISON_INUSE, PAGE_SIZE << s->order);
+    for (unsigned i = 0; i < s->objects; i++) {
+        void *x = base + (size_t)i * s->size + s->red_left_pad;
+        memset(x, 0, s->meta_end);
+        init_object(s, x, RED_INACTIVE);
+    }
+}
+
+/* ---- allocation and free ------------------------------------------------------------ */
+
+static void trace(struct kmem_cache *s, struct slab *slab, void *x, const char *what)
+{
+    if (!(s->flags & SLAB_TRACE))
+        return;
+    if (kslab_be->debug->freeptr)
+        out("TRACE %s %s %p inuse=%u fp=%p", s->name, what, x, (unsigned)slab->counters.inuse,
+            get_freepointer(s, x));
+    else
+        out("TRACE %s %s %p inuse=%u", s->name, what, x, (unsigned)slab->counters.inuse);
+}
+
+void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    const struct kslab_debug_ops *ops = kslab_be->debug;
+    struct slab *slab;
+    void *x;
+    kslab_lock(&s->list_lock);
+    do {
+        if (!(slab = ops->slab_for_alloc(s)))
+            return NULL;
+    } while (!(x = ops->take(s, slab)));
+    open_slot(s, x);
+    if (s->flags & (SLAB_CONSISTENCY_CHECKS | SLAB_POISON | SLAB_RED_ZONE))
+        check_object(s, slab, x, RED_INACTIVE);
     kslab_unlock(&s->list_lock);
     if (gfp & __GFP_ZERO)
         memset(x, 0, s->object_size);
@@ -702,47 +950,73 @@ void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     capture_track(s, &t);
     set_track(s, x, TRACK_ALLOC, &t);
     trace(s, slab, x, "alloc");
+    uint32_t orig = get_orig_size(s, x);
+    close_allocated(s, x);
+#if HAVE_VALGRIND
+    if (tool == TOOL_VALGRIND) {
+        VALGRIND_MALLOCLIKE_BLOCK(x, orig, 0, (gfp & __GFP_ZERO) != 0);
+        if (s->ctor)            /* constructed: its contents are defined */
+            VALGRIND_MAKE_MEM_DEFINED(x, orig);
+    }
+#endif
+    (void)orig;
     stat_add(s, NULL, ALLOC_SLOWPATH, 1);
     return x;
 }
 
 void slub_debug_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
+    const struct kslab_debug_ops *ops = kslab_be->debug;
     struct slab *slab = kslab_slab_of(want, s, x, fn);
-    struct slab *discard = NULL;
     struct track t;
     capture_track(s, &t);
     kslab_lock(&s->list_lock);
-    if (on_freelist(s, slab, x, NULL)) {
-        kslab_unlock(&s->list_lock);
+    if (ops->is_free(s, slab, x)) {
+        open_slot(s, x);
         object_err(s, slab, x, "Object already free");
+        close_free(s, x);
+        kslab_unlock(&s->list_lock);
         return;                 /* nothing freed twice */
     }
+#if HAVE_VALGRIND
+    if (tool == TOOL_VALGRIND)
+        VALGRIND_FREELIKE_BLOCK(x, 0);   /* valgrind records the free's stack */
+#endif
+    open_slot(s, x);
     if (s->flags & (SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE))
         check_object(s, slab, x, RED_ACTIVE);
     trace(s, slab, x, "free");
     set_track(s, x, TRACK_FREE, &t);
     init_object(s, x, RED_INACTIVE);
-    bool was_full = !slab_freelist(slab);
-    set_freepointer(s, x, slab_freelist(slab));
-    slab_set_freelist(slab, x);
-    slab->counters.inuse--;
-    if (was_full) {
-        remove_full(s, slab);
-        add_partial(s, slab);
-    }
-    if (partial_release_empty(s, slab))
-        discard = slab;
+    struct slab *discard = ops->give(s, slab, x);
+    close_free(s, x);           /* (a discarded slab is opened whole again) */
     kslab_unlock(&s->list_lock);
     stat_add(s, NULL, FREE_SLOWPATH, 1);
-    if (discard)
-        kslab_discard_slab(s, NULL, discard);
+    ops->discard(s, discard);
+}
+
+/* An allocated object's request size becomes n (ksize, krealloc in place):
+ * the kmalloc red zone follows, the tools learn the new size. */
+static void set_request(struct kmem_cache *s, void *x, uint32_t n, gfp_t gfp)
+{
+    open_allocated(s, x);
+    uint32_t orig = get_orig_size(s, x);
+    if ((gfp & __GFP_ZERO) && n > orig)
+        memset(obj_bytes(x) + orig, 0, n - orig);
+    set_orig_size(s, x, n);
+    if ((s->flags & SLAB_RED_ZONE) && s->orig_off)
+        memset(obj_bytes(x) + n, RED_ACTIVE, s->object_size - n);
+    close_allocated(s, x);
+#if HAVE_VALGRIND
+    if (tool == TOOL_VALGRIND && n != orig)
+        VALGRIND_RESIZEINPLACE_BLOCK(x, orig, n, 0);
+#endif
 }
 
 size_t slub_debug_ksize(struct kmem_cache *s, void *x)
 {
     /* the caller may now use every byte: no kmalloc red zone any more */
-    set_orig_size(s, x, s->object_size);
+    set_request(s, x, s->object_size, 0);
     return s->object_size;
 }
 
@@ -750,32 +1024,36 @@ bool slub_debug_resize(struct kmem_cache *s, void *x, size_t new_size, gfp_t gfp
 {
     if (new_size > s->object_size)
         return false;
-    uint32_t orig = get_orig_size(s, x);
-    if ((gfp & __GFP_ZERO) && new_size > orig)
-        memset(obj_bytes(x) + orig, 0, new_size - orig);
-    set_orig_size(s, x, (uint32_t)new_size);
-    if ((s->flags & SLAB_RED_ZONE) && s->orig_off)
-        memset(obj_bytes(x) + new_size, RED_ACTIVE, s->object_size - new_size);
+    set_request(s, x, (uint32_t)new_size, gfp);
     return true;
 }
 
 size_t slub_debug_orig_size(struct kmem_cache *s, void *x)
 {
-    return get_orig_size(s, x);
+    open_allocated(s, x);
+    uint32_t orig = get_orig_size(s, x);
+    close_allocated(s, x);
+    return orig;
 }
 
 /* ---- validation ------------------------------------------------------------------ */
 
 static int validate_slab(struct kmem_cache *s, struct slab *slab)
 {
-    int errors = 0;
-    on_freelist(s, slab, NULL, &errors);
-    errors += check_slab_tail(s, slab);
+    const struct kslab_debug_ops *ops = kslab_be->debug;
+    int errors = ops->check_free(s, slab) + check_slab_tail(s, slab);
     uint8_t *first = slab_first(s, slab);
     for (unsigned i = 0; i < s->objects; i++) {
         void *x = first + (size_t)i * s->size;
-        bool free = on_freelist(s, slab, x, NULL);
-        errors += check_object(s, slab, x, free ? RED_INACTIVE : RED_ACTIVE);
+        if (ops->is_free(s, slab, x)) {
+            open_slot(s, x);
+            errors += check_object(s, slab, x, RED_INACTIVE);
+            close_free(s, x);
+        } else {
+            open_allocated(s, x);
+            errors += check_object(s, slab, x, RED_ACTIVE);
+            close_allocated(s, x);
+        }
     }
     return errors;
 }
@@ -787,12 +1065,12 @@ long kmem_cache_validate(struct kmem_cache *s)
     kslab_check_cache("kmem_cache_validate", s);
     if (!kslab_debugged(s) || !kslab_debug_supported())
         return 0;               /* nothing to check without the layout */
+    const struct kslab_debug_ops *ops = kslab_be->debug;
     long errors = 0;
     kslab_lock(&s->list_lock);
-    for (struct slab *slab = s->partial; slab; slab = slab->next)
-        errors += validate_slab(s, slab);
-    for (struct slab *slab = slub_c(s)->full; slab; slab = slab->next)
-        errors += validate_slab(s, slab);
+    for (unsigned l = 0; l < ops->nlists; l++)
+        for (struct slab *slab = *ops->list(s, l); slab; slab = slab->next)
+            errors += validate_slab(s, slab);
     kslab_unlock(&s->list_lock);
     if (errors) {
         /* the cache itself is repaired too, and counted, as the kernel counts
@@ -820,18 +1098,21 @@ long kslab_validate_all(void)
  * report, one per object, with its allocation track. */
 void slub_debug_leaks(struct kmem_cache *s)
 {
+    const struct kslab_debug_ops *ops = kslab_be->debug;
     kslab_lock(&s->list_lock);
-    for (int pass = 0; pass < 2; pass++)
-        for (struct slab *slab = pass ? slub_c(s)->full : s->partial; slab; slab = slab->next) {
+    for (unsigned l = 0; l < ops->nlists; l++)
+        for (struct slab *slab = *ops->list(s, l); slab; slab = slab->next) {
             uint8_t *first = slab_first(s, slab);
             for (unsigned i = 0; i < s->objects; i++) {
                 void *x = first + (size_t)i * s->size;
-                if (on_freelist(s, slab, x, NULL))
+                if (ops->is_free(s, slab, x))
                     continue;
                 out("INFO: Object %p @offset=%lu of %s remains at destroy", x,
                     (unsigned long)((uint8_t *)x - (uint8_t *)slab_address(slab)), s->name);
+                open_allocated(s, x);
                 if (s->track_off)
                     print_track("Allocated", get_track(s, x, TRACK_ALLOC));
+                close_allocated(s, x);
             }
         }
     kslab_unlock(&s->list_lock);

@@ -22,10 +22,13 @@
 #define HIDE(p) __asm__ volatile("" : "+r"(p) : : "memory")
 #define WRITE(p, i, v) do { HIDE(p); ((volatile uint8_t *)(p))[i] = (uint8_t)(v); HIDE(p); } while (0)
 
-static bool supported(void)     /* the back-ends with SLUB's slabs */
+static bool is_backend(const char *name)
 {
-    return strcmp(kslab_allocator_name(), "slub") == 0 ||
-           strcmp(kslab_allocator_name(), "slob-seg") == 0;
+    return strcmp(kslab_allocator_name(), name) == 0;
+}
+static bool supported(void)     /* SLUB, its slabs under slob-seg, and SLAB */
+{
+    return is_backend("slub") || is_backend("slob-seg") || is_backend("slab");
 }
 
 /* ---- the slub_kunit cases: the child's exit status is what validation found ---- */
@@ -56,6 +59,37 @@ static void next_pointer(void *a)
     long e3 = kmem_cache_validate(s);   /* clean */
     kmem_cache_destroy(s);
     _exit((int)(e1 * 25 + e2 * 5 + e3));   /* an exit status is one byte */
+}
+
+/* SLAB keeps no pointer in a free object: its free list is the slab's
+ * index array, for this cache (64-byte objects, poisoned, so the array is
+ * never inside an object) at the end of a one-page slab: 4096 / (64 + 1)
+ * = 63 objects and 63 one-byte indexes.  An index out of range is dropped
+ * (its object stays allocated, as a cut SLUB freelist's): one error, plus
+ * the repair, then the slab validates clean. */
+static void slab_index(void *a)
+{
+    struct kmem_cache *s = kmem_cache_create("TestSlab_index", 64, 0, SLAB_POISON, NULL);
+    uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
+    kmem_cache_free(s, p);
+    uint8_t *page = (uint8_t *)((uintptr_t)p & ~(uintptr_t)4095);
+    unsigned objects = 4096 / 65;
+    uint8_t *idx = page + 4096 - objects;
+    HIDE(idx);
+    idx[objects - 1] = 200;
+    long e1 = kmem_cache_validate(s);
+    long e2 = kmem_cache_validate(s);
+    /* every object but the dropped one can still be allocated, each once */
+    void *got[64];
+    unsigned n = 0;
+    while (n < objects - 1 && (got[n] = kmem_cache_alloc(s, GFP_KERNEL)) &&
+           ((uintptr_t)got[n] & ~(uintptr_t)4095) == (uintptr_t)page)
+        n++;
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned j = 0; j < i; j++)
+            if (got[i] == got[j])
+                _exit(99);
+    _exit((int)(e1 * 10 + e2 + (n == objects - 1 ? 0 : 50)));
 }
 
 /* A 64-byte object of a new cache, freed, then byte `at` written: what
@@ -221,7 +255,7 @@ static int env_case(const char *which)
     if (strcmp(which, "glob") == 0)         /* KSLAB_DEBUG=Z,foo*,bar */
         return clobbered("foo1") * 100 + clobbered("bar") * 10 + clobbered("baz");
     if (strcmp(which, "blocks") == 0)       /* KSLAB_DEBUG=Z,red;P,pois;-,red */
-        return clobbered("red") * 10 + clobbered("pois");
+        return clobbered("red") * 10 + write_after_free("pois", 0, 0, 0x78);
     if (strcmp(which, "off") == 0)          /* KSLAB_DEBUG=Z;-,quiet */
         return clobbered("loud") * 10 + clobbered("quiet");
     if (strcmp(which, "nomerge") == 0) {    /* KSLAB_DEBUG=Z,dbg_cache: never merged */
@@ -283,11 +317,14 @@ int main(int argc, char **argv)
         char b[4096];
         int sig, st = run_child(other_backend, NULL, b, sizeof b, &sig);
         CHECK_EQ(st, 0);
-        CHECK(strstr(b, "needs the slub or slob-seg back-end") != NULL);
+        CHECK(strstr(b, "needs the slub, slab or slob-seg back-end") != NULL);
         return check_done();
     }
     CASE(clobber_zone, 2);
-    CASE(next_pointer, 3 * 25 + 2 * 5 + 0);
+    if (is_backend("slab"))
+        CASE(slab_index, 20);
+    else
+        CASE(next_pointer, 3 * 25 + 2 * 5 + 0);
     CASE(first_word, 2);
     CASE(clobber_50th_byte, 2);
     CASE(clobber_redzone_free, 2);
@@ -321,7 +358,7 @@ int main(int argc, char **argv)
     /* KSLAB_DEBUG's forms */
     ENV_CASE("global", "FZPU", 22);
     ENV_CASE("glob", "Z,foo*,bar", 220);
-    ENV_CASE("blocks", "Z,red;P,pois;-,red", 0);
+    ENV_CASE("blocks", "Z,red;P,pois;-,red", 2);
     ENV_CASE("off", "Z;-,quiet", 20);
     ENV_CASE("nomerge", "Z,dbg_cache", 2);
     int st = rerun("panic", "Z", "1", b, sizeof b, &sig);
