@@ -4,7 +4,7 @@
  * (seeds 003/004).  malloc build (malloc_pair, -DUSE_MALLOC): malloc + free
  * of the same sizes, for the peers under LD_PRELOAD.
  * Prints tab-separated rows: who, what, ns median/min/max, cycles median/min/max.
- * Usage: micro [--quick] [label] */
+ * Usage: micro [--quick] [label]; BENCH_ITERS=N sets the pairs per run. */
 #include "bench_common.h"
 #include "alloc_shim.h"
 
@@ -12,7 +12,9 @@ int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     const char *label = argc > 1 + quick ? argv[1 + quick] : BENCH_WHO;
-    long iters = quick ? 1000 : 20000000;
+    /* BENCH_ITERS: pairs per run, for the slow configurations (ASan) */
+    const char *it = getenv("BENCH_ITERS");
+    long iters = it ? atol(it) : quick ? 1000 : 20000000;
     int runs = quick ? 3 : 7;
     struct result r;
 #if BENCH_KSLAB
