@@ -439,10 +439,10 @@ static void *alloc_one_direct(struct kmem_cache *s)
     }
 }
 
+/* (a debugged cache's array caches stay empty, limit 0: it is told apart
+ * on the slow branches only) */
 static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
-    if (unlikely(kslab_debugged(s)))
-        return slub_debug_alloc(s, gfp, kmalloc_size);
     struct kslab_thread *t = kslab_thread_for(s);
     void *obj;
     if (likely(t)) {
@@ -451,12 +451,16 @@ static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
             obj = ac->sheaf[--ac->sheaf_count];
             counter_inc(&t->cpu[s->id].alloc_fast, 1);
         } else {
+            if (unlikely(kslab_debugged(s)))
+                return slub_debug_alloc(s, gfp, kmalloc_size);
             if (!cache_alloc_refill(s, ac))
                 return NULL;
             obj = ac->sheaf[--ac->sheaf_count];
             counter_inc(&ac->stat[ALLOC_SLOWPATH], 1);
         }
     } else {
+        if (unlikely(kslab_debugged(s)))
+            return slub_debug_alloc(s, gfp, kmalloc_size);
         obj = alloc_one_direct(s);
         if (!obj)
             return NULL;
@@ -556,21 +560,25 @@ static void free_offslab(void *x)
 
 static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
-    if (unlikely(kslab_debugged(s))) {
-        slub_debug_free(want, s, x, fn);
-        return;
-    }
     kslab_slab_of(want, s, x, fn);
     struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t)) {
-        free_to_slab(s, x);
+        if (kslab_debugged(s))
+            slub_debug_free(want, s, x, fn);
+        else
+            free_to_slab(s, x);
         return;
     }
     struct kmem_cache_cpu_cold *ac = kslab_cold(t, s->id);
     if (unlikely(ac->sheaf_count && ac->sheaf[ac->sheaf_count - 1] == x))
         kslab_double_free(s, x);
-    if (unlikely(ac->sheaf_count >= slab_c(s)->limit))
+    if (unlikely(ac->sheaf_count >= slab_c(s)->limit)) {
+        if (unlikely(kslab_debugged(s))) {     /* limit 0: every free comes here */
+            slub_debug_free(want, s, x, fn);
+            return;
+        }
         cache_flusharray(s, ac);
+    }
     ac->sheaf[ac->sheaf_count++] = x;
     counter_inc(&t->cpu[s->id].free_fast, 1);
 }

@@ -115,8 +115,8 @@ static void *shared_base;
 
 /* ---- sanitizers and valgrind ------------------------------------------------------
  *
- * Under ASan (a build with -fsanitize=address) or valgrind (memcheck,
- * detected at start-up), every cache gets SLAB_KSLAB_ANNOTATE and so takes
+ * Under ASan (a build with -fsanitize=address) or valgrind's memcheck
+ * (detected at start-up; not its profilers), every cache gets SLAB_KSLAB_ANNOTATE and so takes
  * the debug paths below, whatever its other flags: no sheaves, no cpu
  * slab, so no fast path ever touches an object the tool thinks is off
  * limits.  There each object's slot is, for the tool:
@@ -146,7 +146,12 @@ static void tool_init(void)
         tool = TOOL_ASAN;
 #endif
 #if HAVE_VALGRIND
-    if (tool == TOOL_NONE && RUNNING_ON_VALGRIND && !env_off("KSLAB_VALGRIND"))
+    /* memcheck only: GET_VBITS of a defined byte answers 1 there, and the
+     * other tools (callgrind, cachegrind: profiling the fast paths) leave
+     * the request unanswered (0) */
+    uint8_t probe = 0, vbits;
+    if (tool == TOOL_NONE && RUNNING_ON_VALGRIND && VALGRIND_GET_VBITS(&probe, &vbits, 1) == 1 &&
+        !env_off("KSLAB_VALGRIND"))
         tool = TOOL_VALGRIND;
 #endif
 }
