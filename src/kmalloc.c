@@ -52,7 +52,14 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
         return false;
     if (!s->order && (d->pg_state != PG_SLAB || slab_freelist(d) == x))
         return false;
-    return pcpu_push(s, x);
+    /* the push leaves x's slab as the CPU's hint for s (percpu.h, rules 6
+     * and 7): the next kfree of an object of that slab needs no lookup.
+     * acquire: the generation before the descriptor it vouches for */
+    uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
+    if (!pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + d->pg_colour, gen))
+        return false;
+    kslab_kfree_guess = s;          /* a cache with sheaves, this CPU's hint set */
+    return true;
 }
 
 /* Everything the inline paths did not take, to the cpu layer (per-CPU
@@ -405,7 +412,24 @@ static noinline void kfree_nocache(const void *x, struct slab *d)
     kslab_free_nonslab(x, "kfree");
 }
 
-void kfree(const void *x)
+/* The cache of the thread's last looked-up kfree (per-CPU mode; percpu.h,
+ * rule 7).  Never cleared: it may name a dead cache, which only misses. */
+__thread struct kmem_cache *kslab_kfree_guess __attribute__((tls_model("initial-exec")));
+
+/* The per-CPU mode's looked-up kfree: its push (which sets the hint and the
+ * guess) is apart, a tail call, so that the per-thread mode's kfree saves
+ * no register for it. */
+static noinline void pcpu_kfree_lookup(struct kmem_cache *s, struct slab *d, const void *x)
+{
+    if (likely(pcpu_kfree(s, d, (void *)x)))
+        return;
+    kfree_to_backend(s, x);
+}
+
+/* kfree past the guess: x looked up from its page descriptor.  Apart, so
+ * that kfree itself stays a leaf that saves no register (inlined, its
+ * registers made the guess's path save four). */
+static noinline void kfree_lookup(const void *x)
 {
     if (unlikely(ZERO_OR_NULL_PTR(x)))
         return;
@@ -421,9 +445,21 @@ void kfree(const void *x)
     }
     /* d names s, so it is a page of a live slab of s: a one-page slab's
      * head is d itself, and only "is x an object start" is left */
-    if (likely(kslab_percpu ? pcpu_kfree(s, d, (void *)x) : slub_free_fast(s, (void *)x)))
+    if (kslab_percpu) {
+        pcpu_kfree_lookup(s, d, x);
+        return;
+    }
+    if (likely(slub_free_fast(s, (void *)x)))
         return;
     kfree_to_backend(s, x);
+}
+
+void kfree(const void *x)
+{
+    struct kmem_cache *g = kslab_kfree_guess;   /* set in the per-CPU mode only */
+    if (likely(g) && pcpu_free_guess(g, (void *)x))
+        return;
+    kfree_lookup(x);
 }
 
 void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)

@@ -50,6 +50,17 @@
  *     old generation, which is still sound, since the new start was checked
  *     at a generation no older than that.  What the hint skips is the
  *     slab-freelist double-free test; the sheaf-top test stays.
+ *  7. kfree's guess.  kfree must find x's cache (its page descriptor) before
+ *     it knows which sheaf to push onto, and that lookup would sit on the
+ *     path from one allocation to the next (the push's address depends on
+ *     it, and the next pop reads what the push wrote).  So each thread
+ *     keeps the cache of its last looked-up kfree (kslab_kfree_guess, TLS)
+ *     and first tries rule 6's hinted push on that cache: the hint proves x
+ *     an object of a live slab of the guess, and the sheaf's address depends
+ *     on nothing derived from x.  On a miss kfree looks x up as before,
+ *     pushes with a hint of x's slab, and makes that cache the guess.  The
+ *     guess may name a destroyed cache: kmem_cache structs are type-safe,
+ *     and a dead cache's sheaves have cap 0, so the section misses.
  *
  * What a miss does is in percpu.c.  Events: fast allocations are counted in
  * the commit word; objects the slow paths put in or took out are summed
@@ -246,6 +257,36 @@ miss:
     return false;
 }
 
+/* The hinted push (rule 6): x goes onto the current CPU's sheaf of s if the
+ * CPU's hint vouches for it (an object start of the hinted slab, no slab
+ * given back since); otherwise to `check`.  Operands: base as a memory
+ * operand (x86: a plain load is the acquire pcpu_base gives), one register
+ * fewer, so kmem_cache_free saves none, in either mode. */
+#define PCPU_PUSH_HINTED(s, x, check, miss)                                     \
+    do {                                                                        \
+        uintptr_t e_, w_, t_, v_;                                               \
+        __asm__ __volatile__ goto(PCPU_RSEQ_CS                                  \
+                 PCPU_PUSH_ROOM("%l[" #miss "]")                                \
+                 "movq %[x], %[v]\n\t"   /* obj_index(x - hint_start) < objects */ \
+                 "subq " PCPU_STR(PCPU_HINT_OFF) "(%[e]), %[v]\n\t"             \
+                 "imulq %[inv], %[v]\n\t"                                       \
+                 "rorq %%cl, %[v]\n\t"                                          \
+                 "cmpq %[nobj], %[v]\n\t"                                       \
+                 "jae %l[" #check "]\n\t"                                       \
+                 "movq " PCPU_STR(PCPU_GEN_OFF) "(%[e]), %[v]\n\t"              \
+                 "cmpq %[gen], %[v]\n\t" /* no slab given back since */         \
+                 "jne %l[" #check "]\n\t"                                       \
+                 PCPU_PUSH_NOT_TOP("%l[" #miss "]")                             \
+                 PCPU_PUSH_COMMIT                                               \
+                 PCPU_RSEQ_ABORT                                                \
+                 : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_)    \
+                 : [off] "r"(kslab_rseq_off), [base] "m"((s)->pcpu), [x] "r"(x), \
+                   [inv] "m"((s)->inv), "c"((s)->shift),                        \
+                   [nobj] "r"((uint64_t)(s)->objects), [gen] "m"((s)->pcpu_gen) \
+                 : "memory", "cc"                                               \
+                 : miss, check);                                                \
+    } while (0)
+
 /* kmem_cache_free's push of x, not yet validated: when the hint (rule 6)
  * vouches for it, one range test; otherwise the full check (x in an arena,
  * a live slab of s, an object start, not its slab's free head), whose push
@@ -253,33 +294,10 @@ miss:
  * an object of s -- the slow path decides and reports. */
 static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
 {
-    uintptr_t e, w, t, v;
 #ifdef KSLAB_PCPU_TSAN
     pcpu_tsan_release(pcpu_base(s));    /* before the commit that publishes x */
 #endif
-    __asm__ __volatile__ goto(PCPU_RSEQ_CS
-                 PCPU_PUSH_ROOM("%l[miss]")
-                 "movq %[x], %[v]\n\t"       /* obj_index(x - hint_start) < objects */
-                 "subq " PCPU_STR(PCPU_HINT_OFF) "(%[e]), %[v]\n\t"
-                 "imulq %[inv], %[v]\n\t"
-                 "rorq %%cl, %[v]\n\t"
-                 "cmpq %[nobj], %[v]\n\t"
-                 "jae %l[check]\n\t"
-                 "movq " PCPU_STR(PCPU_GEN_OFF) "(%[e]), %[v]\n\t"
-                 "cmpq %[gen], %[v]\n\t"     /* no slab given back since */
-                 "jne %l[check]\n\t"
-                 PCPU_PUSH_NOT_TOP("%l[miss]")
-                 PCPU_PUSH_COMMIT
-                 PCPU_RSEQ_ABORT
-                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
-                 /* base as a memory operand (x86: a plain load is the acquire
-                  * pcpu_base gives): one register fewer, so kmem_cache_free
-                  * saves none, in either mode */
-                 : [off] "r"(kslab_rseq_off), [base] "m"(s->pcpu), [x] "r"(x),
-                   [inv] "m"(s->inv), "c"(s->shift), [nobj] "r"((uint64_t)s->objects),
-                   [gen] "m"(s->pcpu_gen)
-                 : "memory", "cc"
-                 : miss, check);
+    PCPU_PUSH_HINTED(s, x, check, miss);
     return true;
 check:;
     /* acquire: the generation is read before the descriptor it vouches
@@ -289,6 +307,22 @@ check:;
     if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x)
         return false;
     return pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen);
+miss:
+    return false;
+}
+
+/* kfree's guess (rule 7): x pushed onto g's sheaf if the CPU's hint for g
+ * vouches for it, which proves x an object of a live slab of g; false
+ * otherwise (kfree then looks x up).  x is only compared, never read: any
+ * value is safe, NULL included. */
+static inline __attribute__((always_inline)) bool pcpu_free_guess(struct kmem_cache *g, void *x)
+{
+#ifdef KSLAB_PCPU_TSAN
+    pcpu_tsan_release(pcpu_base(g));
+#endif
+    PCPU_PUSH_HINTED(g, x, unvouched, miss);
+    return true;
+unvouched:
 miss:
     return false;
 }
