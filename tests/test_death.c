@@ -2,6 +2,7 @@
  * happened, the address and the cache. */
 #include "check.h"
 #include <kslab.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 static void free_stack(void *a) { int x = 0; kfree(&x); }
@@ -30,25 +31,43 @@ static void hint_interior(void *a)
     kmem_cache_free(c, p);
     kmem_cache_free(c, q + 40);
 }
-/* The hinted slab is given back (shrink) and its pages become a slab of
- * another cache of the same geometry: the hint must not vouch for them. */
-static void hint_released_slab(void *a)
+/* The hinted slab is given back (shrink) and its page becomes a slab of
+ * another cache of the same geometry (x_y: "hint_x", "hint_y"): the hint
+ * must not vouch for it.  p is freed with kfree (the guess, percpu.h rule
+ * 7, then names x) or kmem_cache_free (rule 6), and so is the object of y
+ * found on that page: kmem_cache_free(x) must report it as y's, kfree must
+ * give it to y. */
+static void released_slab(const char *xn, const char *yn, bool by_kfree)
 {
-    struct kmem_cache *x = kmem_cache_create("hint_x", 256, 0, SLAB_NO_MERGE, NULL);
-    struct kmem_cache *y = kmem_cache_create("hint_y", 256, 0, SLAB_NO_MERGE, NULL);
+    struct kmem_cache *x = kmem_cache_create(xn, 256, 0, SLAB_NO_MERGE, NULL);
+    struct kmem_cache *y = kmem_cache_create(yn, 256, 0, SLAB_NO_MERGE, NULL);
     warm(x);
     warm(y);
     char *p = kmem_cache_alloc(x, GFP_KERNEL);
     uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
-    kmem_cache_free(x, p);          /* the hint: p's slab */
+    if (by_kfree)
+        kfree(p);                   /* the guess: x; the hint: p's slab */
+    else
+        kmem_cache_free(x, p);      /* the hint: p's slab */
     kmem_cache_shrink(x);           /* the slab goes back to the page allocator */
     for (int i = 0; i < 100000; i++) {
         char *q = kmem_cache_alloc(y, GFP_KERNEL);
-        if (((uintptr_t)q & ~(uintptr_t)4095) == base)
+        if (((uintptr_t)q & ~(uintptr_t)4095) != base)
+            continue;
+        if (!by_kfree)
             kmem_cache_free(x, q);  /* dies here */
+        kfree(q);                   /* must land in y */
+        struct kslab_stats sx, sy;
+        kslab_cache_stats(x, &sx);
+        kslab_cache_stats(y, &sy);
+        fprintf(stderr, "released_slab: x active %ld, y active %ld\n",
+                (long)sx.active_objs, (long)sy.active_objs);
+        abort();
     }
-    fprintf(stderr, "hint_released_slab: no object of hint_y reused the page\n");
+    fprintf(stderr, "released_slab: no object of %s reused the page\n", yn);
 }
+static void hint_released_slab(void *a) { released_slab("hint_x", "hint_y", false); }
+static void guess_released_slab(void *a) { released_slab("guess_x", "guess_y", true); }
 /* kfree's guess (percpu.h, rule 7): the guess is kmalloc-128 with p's
  * slab as the CPU's hint; q + 40 is inside that slab, not at an object's
  * start, and must be looked up and reported. */
@@ -59,32 +78,6 @@ static void guess_interior(void *a)
     char *p = kmalloc(100, GFP_KERNEL), *q = kmalloc(100, GFP_KERNEL);
     kfree(p);
     kfree(q + 40);
-}
-/* The guess's hinted slab is given back and its page reused by another
- * cache: a free of an object there must go to that cache, not the guess. */
-static void guess_released_slab(void *a)
-{
-    struct kmem_cache *x = kmem_cache_create("guess_x", 256, 0, SLAB_NO_MERGE, NULL);
-    struct kmem_cache *y = kmem_cache_create("guess_y", 256, 0, SLAB_NO_MERGE, NULL);
-    warm(x);
-    warm(y);
-    char *p = kmem_cache_alloc(x, GFP_KERNEL);
-    uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
-    kfree(p);                       /* the guess: x; the hint: p's slab */
-    kmem_cache_shrink(x);
-    for (int i = 0; i < 100000; i++) {
-        char *q = kmem_cache_alloc(y, GFP_KERNEL);
-        if (((uintptr_t)q & ~(uintptr_t)4095) == base) {
-            kfree(q);               /* must land in y */
-            struct kslab_stats sx, sy;
-            kslab_cache_stats(x, &sx);
-            kslab_cache_stats(y, &sy);
-            fprintf(stderr, "guess_released_slab: x active %ld, y active %ld\n",
-                    (long)sx.active_objs, (long)sy.active_objs);
-            abort();
-        }
-    }
-    fprintf(stderr, "guess_released_slab: no object of guess_y reused the page\n");
 }
 static void wrong_cache(void *a)
 {
@@ -190,7 +183,7 @@ int main(int argc, char **argv)
     CHECK_DEATH(hint_released_slab, NULL, "kmem_cache_free(hint_x): object 0x",
                 "belongs to cache hint_y, not hint_x");
     CHECK_DEATH(guess_interior, NULL, "kfree(kmalloc-128)", "is inside object", "not at its start");
-    CHECK_DEATH(guess_released_slab, NULL, "guess_released_slab: x active 0, y active");
+    CHECK_DEATH(guess_released_slab, NULL, "released_slab: x active 0, y active");
     CHECK_DEATH(wrong_cache, NULL, "kmem_cache_free(cache_y): object 0x", "belongs to cache cache_x, not cache_y");
     CHECK_DEATH(wrong_cache_order, NULL, "belongs to cache cache_small, not cache_big");
     CHECK_DEATH(double_free_fast, NULL, "double free of object 0x", "in cache kmalloc-32");
