@@ -15,6 +15,8 @@
 #include "percpu.h"
 #include "slub_debug.h"
 
+#include <errno.h>
+
 /*
  * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
  * current CPU's sheaf in a restartable sequence, a freed pointer validated
@@ -181,7 +183,7 @@ void *kslab_zero(struct kmem_cache *s, void *x)
 /* The slow half of every allocation: a tail call into the back-end.
  * noinline, not cold: it is SLUB's refill and sheaf path, and every
  * allocation of the other back-ends (cold would optimise it for size). */
-noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+static inline void *alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     void *x = kslab_percpu ? NULL : slub_sheaf_pop(s);  /* a dead cache's: emptied */
     if (x) {
@@ -195,6 +197,20 @@ noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_
     if (unlikely(gfp & __GFP_NOFAIL))
         return alloc_nofail(s, gfp, kmalloc_size);
     return backend_alloc(s, gfp, kmalloc_size);
+}
+
+/* malloc's failures set errno here, on the slow paths, so that malloc is a
+ * tail call into kslab_malloc (no wrapper around its fast path). */
+static inline void *malloc_errno(void *x, gfp_t gfp)
+{
+    if (unlikely(!x) && (gfp & KSLAB_GFP_MALLOC))
+        errno = ENOMEM;
+    return x;
+}
+
+noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    return malloc_errno(alloc_slow(s, gfp, kmalloc_size), gfp);
 }
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
@@ -272,7 +288,7 @@ static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
     for (;;) {
         void *p = kslab_large_alloc(size, 0, flags);
         if (p || !(flags & __GFP_NOFAIL))
-            return p;
+            return malloc_errno(p, flags);
         prim_yield();
     }
 }

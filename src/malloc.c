@@ -29,9 +29,10 @@ static inline void *enomem(void *p)
     return p;
 }
 
+/* (kslab_malloc's slow paths set errno: malloc and calloc are tail calls) */
 EXPORT void *malloc(size_t n)
 {
-    return enomem(kslab_malloc(n, GFP_KERNEL | KSLAB_GFP_MALLOC));
+    return kslab_malloc(n, GFP_KERNEL | KSLAB_GFP_MALLOC);
 }
 
 EXPORT void free(void *p)
@@ -46,7 +47,7 @@ EXPORT void *calloc(size_t n, size_t m)
         errno = ENOMEM;
         return NULL;
     }
-    return enomem(kslab_malloc(bytes, GFP_KERNEL | __GFP_ZERO | KSLAB_GFP_MALLOC));
+    return kslab_malloc(bytes, GFP_KERNEL | __GFP_ZERO | KSLAB_GFP_MALLOC);
 }
 
 EXPORT void *realloc(void *p, size_t n)
