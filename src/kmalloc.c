@@ -208,9 +208,18 @@ static inline void *malloc_errno(void *x, gfp_t gfp)
     return x;
 }
 
-noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+static noinline void *malloc_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     return malloc_errno(alloc_slow(s, gfp, kmalloc_size), gfp);
+}
+
+/* (the kernel API's path stays a chain of tail calls: no frame of its own
+ * in a debugged cache's allocation track) */
+noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    if (gfp & KSLAB_GFP_MALLOC)
+        return malloc_alloc_slow(s, gfp, kmalloc_size);
+    return alloc_slow(s, gfp, kmalloc_size);
 }
 
 void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
