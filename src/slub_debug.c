@@ -36,6 +36,7 @@
 
 #include <dlfcn.h>
 #include <sched.h>
+#include <sys/auxv.h>
 #include <execinfo.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,10 +105,10 @@ static slab_flags_t parse_letters(const char *p, size_t n, bool *off)
     return *off ? 0 : f;
 }
 
-/* An address in the main program (dladdr's object for it), weak so that
- * it is only ever compared. */
-extern char __executable_start[] __attribute__((weak));
-#define main_marker (__executable_start)
+/* An address in the main program: its entry point (the aux vector's, so
+ * that it works from a preloaded library too, where the linker's
+ * __executable_start of the program is not visible). */
+#define main_marker ((void *)getauxval(AT_ENTRY))
 
 /* kslab's own object when it is a shared library (not the program): set
  * once by kslab_debug_init, read by the reports. */
@@ -188,7 +189,7 @@ void kslab_debug_init(void)
 {
     tool_init();
     Dl_info self, exe;
-    if (dladdr((void *)kslab_debug_init, &self) && dladdr((void *)main_marker, &exe) &&
+    if (dladdr((void *)kslab_debug_init, &self) && dladdr(main_marker, &exe) &&
         self.dli_fbase != exe.dli_fbase)
         shared_base = self.dli_fbase;
     const char *pv = prim_getenv("KSLAB_DEBUG_PANIC");
@@ -492,15 +493,18 @@ static bool own_frame(void *pc, const char **name, uintptr_t *off)
     Dl_info di;
     *name = NULL;
     *off = 0;
-    if (!dladdr(pc, &di) || !di.dli_sname)
+    if (!dladdr(pc, &di))
+        return false;
+    /* libkslab.so: every address in it, named or not (hidden functions have
+     * no dynamic symbol); statically linked, the names of its global
+     * functions (a static function resolves to the global one before it,
+     * which is kslab's too) */
+    if (shared_base && di.dli_fbase == shared_base)
+        return true;
+    if (!di.dli_sname)
         return false;
     *name = di.dli_sname;
     *off = (uintptr_t)pc - (uintptr_t)di.dli_saddr;
-    /* libkslab.so: every address in it; statically linked, the names of
-     * its global functions (a static function resolves to the global one
-     * before it, which is kslab's too) */
-    if (shared_base && di.dli_fbase == shared_base)
-        return true;
     static const char *const own[] = {        /* prefixes */
         "kslab_", "kmem_cache_", "kmalloc", "kzalloc", "kcalloc", "krealloc", "kfree", "ksize",
         "kmemdup", "kstrdup", "kvmalloc", "kvfree", "slub_", "pages_", "prim_", "pcpu_",
