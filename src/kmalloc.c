@@ -54,13 +54,22 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
         return false;
     if (!s->order && (d->pg_state != PG_SLAB || slab_freelist(d) == x))
         return false;
-    /* the push leaves x's slab as the CPU's hint for s (percpu.h, rules 6
-     * and 7): the next kfree of an object of that slab needs no lookup.
-     * acquire: the generation before the descriptor it vouches for */
+    /* A second looked-up kfree of s in a row arms the guess (percpu.h, rule
+     * 7): the push leaves x's slab as the CPU's hint for s, and the next
+     * kfree tries s first.  A first one only records s: random sizes pay
+     * no guess and no hint stores.  acquire: the generation before the
+     * descriptor it vouches for. */
+    uintptr_t guess = kslab_kfree_guess;
+    if ((guess & ~(uintptr_t)1) != (uintptr_t)s) {
+        if (!pcpu_push(s, x))
+            return false;
+        kslab_kfree_guess = (uintptr_t)s;   /* recorded, not armed */
+        return true;
+    }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
     if (!pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + d->pg_colour, gen))
         return false;
-    kslab_kfree_guess = s;          /* a cache with sheaves, this CPU's hint set */
+    kslab_kfree_guess = (uintptr_t)s | 1;   /* armed: a cache with sheaves, the hint set */
     return true;
 }
 
@@ -439,7 +448,7 @@ static noinline void kfree_nocache(const void *x, struct slab *d)
 
 /* The cache of the thread's last looked-up kfree (per-CPU mode; percpu.h,
  * rule 7).  Never cleared: it may name a dead cache, which only misses. */
-__thread struct kmem_cache *kslab_kfree_guess __attribute__((tls_model("initial-exec")));
+__thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 
 /* The per-CPU mode's looked-up kfree: its push (which sets the hint and the
  * guess) is apart, a tail call, so that the per-thread mode's kfree saves
@@ -481,8 +490,8 @@ static noinline void kfree_lookup(const void *x)
 
 void kfree(const void *x)
 {
-    struct kmem_cache *g = kslab_kfree_guess;   /* set in the per-CPU mode only */
-    if (likely(g) && pcpu_free_guess(g, (void *)x))
+    uintptr_t g = kslab_kfree_guess;             /* set in the per-CPU mode only */
+    if ((g & 1) && pcpu_free_guess((struct kmem_cache *)(g - 1), (void *)x))
         return;
     kfree_lookup(x);
 }

@@ -55,10 +55,13 @@
  *     path from one allocation to the next (the push's address depends on
  *     it, and the next pop reads what the push wrote).  So each thread
  *     keeps the cache of its last looked-up kfree (kslab_kfree_guess, TLS)
- *     and first tries rule 6's hinted push on that cache: the hint proves x
- *     an object of a live slab of the guess, and the sheaf's address depends
- *     on nothing derived from x.  On a miss kfree looks x up as before,
- *     pushes with a hint of x's slab, and makes that cache the guess.  The
+ *     and, once two lookups in a row found that cache (the guess is then
+ *     armed), first tries rule 6's hinted push on it: the hint proves x an
+ *     object of a live slab of the guess, and the sheaf's address depends on
+ *     nothing derived from x.  On a miss kfree looks x up as before; a
+ *     second lookup of one cache pushes with a hint of x's slab and arms
+ *     the guess, any other only records the cache (frees of random sizes
+ *     pay neither the attempt nor the hint's stores).  The
  *     guess may name a destroyed cache: kmem_cache structs are type-safe,
  *     and a dead cache's sheaves have cap 0, so the section misses.
  *

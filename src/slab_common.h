@@ -216,9 +216,9 @@ struct kslab_thread {
  * their single test and the slow path creates the real thread state, so the
  * fast paths need no separate "initialised?" check. */
 extern __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial-exec")));
-/* kfree's guess: the cache of the thread's last looked-up kfree (percpu.h,
- * rule 7; kmalloc.c) */
-extern __thread struct kmem_cache *kslab_kfree_guess __attribute__((tls_model("initial-exec")));
+/* kfree's guess: the cache of the thread's last looked-up kfree, bit 0 set
+ * when armed (percpu.h, rule 7; kmalloc.c) */
+extern __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 extern struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES];
 static inline bool thread_is_real(const struct kslab_thread *t)
 {

@@ -43,12 +43,15 @@ static void released_slab(const char *xn, const char *yn, bool by_kfree)
     struct kmem_cache *y = kmem_cache_create(yn, 256, 0, SLAB_NO_MERGE, NULL);
     warm(x);
     warm(y);
-    char *p = kmem_cache_alloc(x, GFP_KERNEL);
+    char *p0 = kmem_cache_alloc(x, GFP_KERNEL), *p = kmem_cache_alloc(x, GFP_KERNEL);
     uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
-    if (by_kfree)
+    if (by_kfree) {
+        kfree(p0);                  /* a second lookup of x arms the guess: */
         kfree(p);                   /* the guess: x; the hint: p's slab */
-    else
+    } else {
+        kmem_cache_free(x, p0);
         kmem_cache_free(x, p);      /* the hint: p's slab */
+    }
     kmem_cache_shrink(x);           /* the slab goes back to the page allocator */
     for (int i = 0; i < 100000; i++) {
         char *q = kmem_cache_alloc(y, GFP_KERNEL);
