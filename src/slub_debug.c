@@ -309,6 +309,19 @@ size_t slub_debug_layout(struct kmem_cache *s)
 
 static inline uint8_t *obj_bytes(const void *x) { return (uint8_t *)(uintptr_t)x; }
 
+static uint8_t *slab_first(struct kmem_cache *s, struct slab *slab)
+{
+    return (uint8_t *)slab_address(slab) + s->red_left_pad;
+}
+/* Every object x of a slab of s; every slab on the lists the debug paths
+ * keep (list_lock held). */
+#define for_each_object(s, slab, x)                                             \
+    for (uint8_t *x = slab_first(s, slab), *x##_end = x + (size_t)(s)->objects * (s)->size; \
+         x < x##_end; x += (s)->size)
+#define for_each_listed_slab(ops, s, slab)                                      \
+    for (unsigned l_ = 0; l_ < (ops)->nlists; l_++)                             \
+        for (struct slab *slab = *(ops)->list(s, l_); slab; slab = slab->next)
+
 static uint32_t get_orig_size(struct kmem_cache *s, void *x)
 {
     if (!s->orig_off)
@@ -407,9 +420,8 @@ void slub_debug_slab_ready(struct kmem_cache *s, struct slab *slab)
 {
     if (tool == TOOL_NONE)
         return;
-    uint8_t *first = (uint8_t *)slab_address(slab) + s->red_left_pad;
-    for (unsigned i = 0; i < s->objects; i++)
-        close_free(s, first + (size_t)i * s->size);
+    for_each_object(s, slab, x)
+        close_free(s, x);
 }
 
 void slub_debug_slab_release(struct kmem_cache *s, struct slab *slab)
@@ -735,11 +747,6 @@ static int check_object(struct kmem_cache *s, struct slab *slab, void *x, uint8_
     return err;
 }
 
-static void *slab_first(struct kmem_cache *s, struct slab *slab)
-{
-    return (uint8_t *)slab_address(slab) + s->red_left_pad;
-}
-
 static bool valid_pointer(struct kmem_cache *s, struct slab *slab, void *x)
 {
     return x && object_start(s, (uintptr_t)slab_first(s, slab), x);
@@ -935,8 +942,7 @@ void slub_debug_new_slab(struct kmem_cache *s, struct slab *slab)
     slab_colour_set(slab, s->order, s->red_left_pad);
     uint8_t *base = (uint8_t *)slab_address(slab);
     memset(base, POISON_INUSE, PAGE_SIZE << s->order);
-    for (unsigned i = 0; i < s->objects; i++) {
-        void *x = base + (size_t)i * s->size + s->red_left_pad;
+    for_each_object(s, slab, x) {
         memset(x, 0, s->meta_end);
         init_object(s, x, RED_INACTIVE);
     }
@@ -1070,9 +1076,7 @@ static int validate_slab(struct kmem_cache *s, struct slab *slab)
 {
     const struct kslab_debug_ops *ops = kslab_be->debug;
     int errors = ops->check_free(s, slab) + check_slab_tail(s, slab);
-    uint8_t *first = slab_first(s, slab);
-    for (unsigned i = 0; i < s->objects; i++) {
-        void *x = first + (size_t)i * s->size;
+    for_each_object(s, slab, x) {
         if (ops->is_free(s, slab, x)) {
             open_slot(s, x);
             errors += check_object(s, slab, x, RED_INACTIVE);
@@ -1096,9 +1100,8 @@ long kmem_cache_validate(struct kmem_cache *s)
     const struct kslab_debug_ops *ops = kslab_be->debug;
     long errors = 0;
     kslab_lock(&s->list_lock);
-    for (unsigned l = 0; l < ops->nlists; l++)
-        for (struct slab *slab = *ops->list(s, l); slab; slab = slab->next)
-            errors += validate_slab(s, slab);
+    for_each_listed_slab(ops, s, slab)
+        errors += validate_slab(s, slab);
     kslab_unlock(&s->list_lock);
     if (errors) {
         /* the cache itself is repaired too, and counted, as the kernel counts
@@ -1128,20 +1131,16 @@ void slub_debug_leaks(struct kmem_cache *s)
 {
     const struct kslab_debug_ops *ops = kslab_be->debug;
     kslab_lock(&s->list_lock);
-    for (unsigned l = 0; l < ops->nlists; l++)
-        for (struct slab *slab = *ops->list(s, l); slab; slab = slab->next) {
-            uint8_t *first = slab_first(s, slab);
-            for (unsigned i = 0; i < s->objects; i++) {
-                void *x = first + (size_t)i * s->size;
-                if (ops->is_free(s, slab, x))
-                    continue;
-                out("INFO: Object %p @offset=%lu of %s remains at destroy", x,
-                    (unsigned long)((uint8_t *)x - (uint8_t *)slab_address(slab)), s->name);
-                open_allocated(s, x);
-                if (s->track_off)
-                    print_track("Allocated", get_track(s, x, TRACK_ALLOC));
-                close_allocated(s, x);
-            }
+    for_each_listed_slab(ops, s, slab)
+        for_each_object(s, slab, x) {
+            if (ops->is_free(s, slab, x))
+                continue;
+            out("INFO: Object %p @offset=%lu of %s remains at destroy", (void *)x,
+                (unsigned long)(x - (uint8_t *)slab_address(slab)), s->name);
+            open_allocated(s, x);
+            if (s->track_off)
+                print_track("Allocated", get_track(s, x, TRACK_ALLOC));
+            close_allocated(s, x);
         }
     kslab_unlock(&s->list_lock);
 }
