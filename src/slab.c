@@ -191,18 +191,32 @@ static void *slab_get_obj(struct kmem_cache *s, struct slab *slab)
     return obj;
 }
 
+static inline unsigned obj_idx(const struct kmem_cache *s, const struct slab *slab,
+                               const void *obj)
+{
+    return (unsigned)(((const char *)obj - slab_mem(slab)) / s->size);
+}
+
+/* Is object idx free: among the index array's entries above inuse? */
+static bool idx_is_free(const struct kmem_cache *s, const struct slab *slab, unsigned idx)
+{
+    for (unsigned i = slab->counters.inuse; i < s->objects; i++)
+        if (idx_get(s, slab, i) == idx)
+            return true;
+    return false;
+}
+
 /* slab_put_obj(): list_lock held. */
 static void slab_put_obj(struct kmem_cache *s, struct slab *slab, void *obj)
 {
     unsigned active = slab->counters.inuse;
     if (unlikely(active == 0))
         kslab_double_free(s, obj);
-    unsigned idx = (unsigned)(((char *)obj - slab_mem(slab)) / s->size);
+    unsigned idx = obj_idx(s, slab, obj);
     if (slab_c(s)->placement == OBJFREELIST && !slab->freelist)
         slab_set_freelist(slab, obj);  /* a full slab: the freed object hosts the array */
-    for (unsigned i = active; i < s->objects; i++)  /* freed twice (not at the array top)? */
-        if (unlikely(idx_get(s, slab, i) == idx))
-            kslab_double_free(s, obj);
+    if (unlikely(idx_is_free(s, slab, idx)))   /* freed twice (not at the array top) */
+        kslab_double_free(s, obj);
     slab->counters.inuse = active - 1;
     idx_set(s, slab, active - 1, idx);
 }
@@ -420,52 +434,76 @@ static bool cache_alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold 
     return ac->sheaf_count != 0;
 }
 
-/* An object straight from the slabs, for a thread without state (its state
- * could not be mapped). */
-static void *alloc_one_direct(struct kmem_cache *s)
+/* A slab with a free object (partial first), the cache grown if it must
+ * be: list_lock held on entry and on return; NULL (lock dropped) if no
+ * memory. */
+static struct slab *slab_with_free(struct kmem_cache *s)
 {
     for (;;) {
-        void *obj = NULL;
-        kslab_lock(&s->list_lock);
         struct slab *slab = s->partial ? s->partial : slab_c(s)->slabs_free;
-        if (slab) {
-            obj = slab_get_obj(s, slab);
-            slab_c(s)->free_objects--;
-            list_fix(s, slab);
-        }
+        if (slab)
+            return slab;
         kslab_unlock(&s->list_lock);
-        if (obj || !cache_grow(s))
-            return obj;
+        if (!cache_grow(s))
+            return NULL;
+        kslab_lock(&s->list_lock);
     }
 }
 
-/* (a debugged cache's array caches stay empty, limit 0: it is told apart
- * on the slow branches only) */
+/* One object of a slab with a free one, the slab relisted (list_lock held). */
+static void *take_obj(struct kmem_cache *s, struct slab *slab)
+{
+    void *obj = slab_get_obj(s, slab);
+    slab_c(s)->free_objects--;
+    list_fix(s, slab);
+    return obj;
+}
+
+/* One object without an array cache: a thread without state (its state
+ * could not be mapped), or a debugged cache (limit 0), whose objects go
+ * through the checks. */
+static noinline void *alloc_unbuffered(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    if (kslab_debugged(s))
+        return slub_debug_alloc(s, gfp, kmalloc_size);
+    kslab_lock(&s->list_lock);
+    struct slab *slab = slab_with_free(s);
+    if (!slab)
+        return NULL;
+    void *obj = take_obj(s, slab);
+    kslab_unlock(&s->list_lock);
+    stat_add(s, NULL, ALLOC_SLOWPATH, 1);
+    if (gfp & __GFP_ZERO)
+        memset(obj, 0, s->object_size);
+    return obj;
+}
+
+/* The thread's array cache is empty: refill it (or, without one, take an
+ * object straight from the slabs). */
+static noinline void *alloc_refill(struct kmem_cache *s, struct kmem_cache_cpu_cold *ac,
+                                   gfp_t gfp, size_t kmalloc_size)
+{
+    if (unlikely(!slab_c(s)->limit))
+        return alloc_unbuffered(s, gfp, kmalloc_size);
+    if (!cache_alloc_refill(s, ac))
+        return NULL;
+    void *obj = ac->sheaf[--ac->sheaf_count];
+    counter_inc(&ac->stat[ALLOC_SLOWPATH], 1);
+    if (gfp & __GFP_ZERO)
+        memset(obj, 0, s->object_size);
+    return obj;
+}
+
 static void *slab_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     struct kslab_thread *t = kslab_thread_for(s);
-    void *obj;
-    if (likely(t)) {
-        struct kmem_cache_cpu_cold *ac = kslab_cold(t, s->id);
-        if (likely(ac->sheaf_count)) {
-            obj = ac->sheaf[--ac->sheaf_count];
-            counter_inc(&t->cpu[s->id].alloc_fast, 1);
-        } else {
-            if (unlikely(kslab_debugged(s)))
-                return slub_debug_alloc(s, gfp, kmalloc_size);
-            if (!cache_alloc_refill(s, ac))
-                return NULL;
-            obj = ac->sheaf[--ac->sheaf_count];
-            counter_inc(&ac->stat[ALLOC_SLOWPATH], 1);
-        }
-    } else {
-        if (unlikely(kslab_debugged(s)))
-            return slub_debug_alloc(s, gfp, kmalloc_size);
-        obj = alloc_one_direct(s);
-        if (!obj)
-            return NULL;
-        stat_add(s, NULL, ALLOC_SLOWPATH, 1);
-    }
+    if (unlikely(!t))
+        return alloc_unbuffered(s, gfp, kmalloc_size);
+    struct kmem_cache_cpu_cold *ac = kslab_cold(t, s->id);
+    if (unlikely(!ac->sheaf_count))
+        return alloc_refill(s, ac, gfp, kmalloc_size);
+    void *obj = ac->sheaf[--ac->sheaf_count];
+    counter_inc(&t->cpu[s->id].alloc_fast, 1);
     if (gfp & __GFP_ZERO)
         memset(obj, 0, s->object_size);
     return obj;
@@ -531,8 +569,15 @@ static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned n)
     destroy_list(s, reap);
 }
 
-static void free_to_slab(struct kmem_cache *s, void *x)
+/* One object without an array cache (alloc_unbuffered's counterpart); x
+ * validated (want and fn name the caller for the debug path's reports). */
+static noinline void free_unbuffered(struct kmem_cache *want, struct kmem_cache *s, void *x,
+                            const char *fn)
 {
+    if (kslab_debugged(s)) {
+        slub_debug_free(want, s, x, fn);
+        return;
+    }
     free_to_slabs(s, &x, 1);
     stat_add(s, NULL, FREE_SLOWPATH, 1);
 }
@@ -552,10 +597,7 @@ static void free_offslab(void *x)
 {
     struct kmem_cache *s;
     kslab_object_slab(NULL, x, "kfree", &s);
-    if (unlikely(kslab_debugged(s)))
-        slub_debug_free(NULL, s, x, "kfree");   /* no thread state either */
-    else
-        free_to_slab(s, x);
+    free_unbuffered(NULL, s, x, "kfree");    /* the debug path makes none either */
 }
 
 static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
@@ -563,18 +605,15 @@ static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, co
     kslab_slab_of(want, s, x, fn);
     struct kslab_thread *t = kslab_thread_for(s);
     if (unlikely(!t)) {
-        if (kslab_debugged(s))
-            slub_debug_free(want, s, x, fn);
-        else
-            free_to_slab(s, x);
+        free_unbuffered(want, s, x, fn);
         return;
     }
     struct kmem_cache_cpu_cold *ac = kslab_cold(t, s->id);
     if (unlikely(ac->sheaf_count && ac->sheaf[ac->sheaf_count - 1] == x))
         kslab_double_free(s, x);
     if (unlikely(ac->sheaf_count >= slab_c(s)->limit)) {
-        if (unlikely(kslab_debugged(s))) {     /* limit 0: every free comes here */
-            slub_debug_free(want, s, x, fn);
+        if (unlikely(!slab_c(s)->limit)) {     /* no array cache: a debugged cache */
+            free_unbuffered(want, s, x, fn);
             return;
         }
         cache_flusharray(s, ac);
@@ -598,19 +637,6 @@ static struct slab **dbg_list(struct kmem_cache *s, unsigned i)
     return list_head(s, i);
 }
 
-static struct slab *dbg_slab_for_alloc(struct kmem_cache *s)
-{
-    for (;;) {
-        struct slab *slab = s->partial ? s->partial : slab_c(s)->slabs_free;
-        if (slab)
-            return slab;
-        kslab_unlock(&s->list_lock);
-        if (!cache_grow(s))
-            return NULL;
-        kslab_lock(&s->list_lock);
-    }
-}
-
 /* The index array against inuse: every free index in range and listed
  * once.  A bad entry is dropped (its place taken by the lowest free entry,
  * inuse grows): what it stood for stays allocated, as a cut freelist's
@@ -620,8 +646,8 @@ static int dbg_check_free(struct kmem_cache *s, struct slab *slab)
     unsigned n = s->objects, inuse = slab->counters.inuse, bad = 0;
     char info[96];
     if (inuse > n) {
-        snprintf(info, sizeof info, "more objects in use than the slab has");
-        slub_debug_list_err(s, slab, "Wrong object count", info, "Object count adjusted");
+        slub_debug_list_err(s, slab, "Wrong object count", "more objects in use than the slab has",
+                            "Object count adjusted");
         slab->counters.inuse = (uint16_t)n;
         list_fix(s, slab);
         return 1;
@@ -656,21 +682,12 @@ static int dbg_check_free(struct kmem_cache *s, struct slab *slab)
 static void *dbg_take(struct kmem_cache *s, struct slab *slab)
 {
     dbg_check_free(s, slab);
-    if (slab->counters.inuse >= s->objects)
-        return NULL;
-    void *x = slab_get_obj(s, slab);
-    slab_c(s)->free_objects--;
-    list_fix(s, slab);
-    return x;
+    return slab->counters.inuse < s->objects ? take_obj(s, slab) : NULL;
 }
 
 static bool dbg_is_free(struct kmem_cache *s, struct slab *slab, void *x)
 {
-    unsigned idx = (unsigned)(((char *)x - slab_mem(slab)) / s->size);
-    for (unsigned i = slab->counters.inuse; i < s->objects; i++)
-        if (idx_get(s, slab, i) == idx)
-            return true;
-    return false;
+    return idx_is_free(s, slab, obj_idx(s, slab, x));
 }
 
 static struct slab *dbg_give(struct kmem_cache *s, struct slab *slab, void *x)
@@ -693,7 +710,7 @@ const struct kslab_debug_ops slab_debug_ops = {
     .freeptr = false,
     .nlists = 3,
     .list = dbg_list,
-    .slab_for_alloc = dbg_slab_for_alloc,
+    .slab_for_alloc = slab_with_free,
     .take = dbg_take,
     .is_free = dbg_is_free,
     .check_free = dbg_check_free,
