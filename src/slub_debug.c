@@ -984,7 +984,9 @@ void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     capture_track(s, &t);
     set_track(s, x, TRACK_ALLOC, &t);
     trace(s, slab, x, "alloc");
-    uint32_t orig = get_orig_size(s, x);
+#if HAVE_VALGRIND
+    uint32_t orig = get_orig_size(s, x);    /* before its metadata closes */
+#endif
     close_allocated(s, x);
 #if HAVE_VALGRIND
     if (tool == TOOL_VALGRIND) {
@@ -993,7 +995,6 @@ void *slub_debug_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
             VALGRIND_MAKE_MEM_DEFINED(x, orig);
     }
 #endif
-    (void)orig;
     stat_add(s, NULL, ALLOC_SLOWPATH, 1);
     return x;
 }
