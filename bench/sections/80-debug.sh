@@ -14,6 +14,12 @@ MDEBUG=/lib/x86_64-linux-gnu/libc_malloc_debug.so.0
 pair_ns() {  # OUT-ROW-NAME: the ns median of that row of micro's output (stdin)
   awk -F'\t' -v w="$1" '$2 == w { print $3 }'
 }
+row() {  # LABEL OUT [PY]: a debug.tsv row from micro_static's or malloc_pair's output
+  local k='kmem_cache_alloc+free(256)' m='kmalloc(32)+kfree'
+  case "$2" in *$'\tmalloc+free(256)\t'*) k='malloc+free(256)' m='malloc(32)+free' ;; esac
+  printf '%s\t%s\t%s\t%s\n' "$1" "$(echo "$2" | pair_ns "$k")" "$(echo "$2" | pair_ns "$m")" \
+    "${3-}" >> "$RAW/debug.tsv"
+}
 py_s() {  # ENV...: python3 alloc_heavy.py's wall seconds under libkslab-malloc
   (cd /tmp && env "$@" LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 600 "$RUNCMD" python3 \
      "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
@@ -22,8 +28,7 @@ for f in none F Z P U FZPU; do
   if [ $f = none ]; then out=$($B/micro_static x); py=$(py_s)
   # --quick (3 x 1000 pairs): a debugged pair costs 20-1000x, U a backtrace each
   else out=$(KSLAB_DEBUG=$f $B/micro_static --quick x 2>/dev/null); py=$(py_s KSLAB_DEBUG=$f); fi
-  printf 'kslab %s\t%s\t%s\t%s\n' "$f" "$(echo "$out" | pair_ns 'kmem_cache_alloc+free(256)')" \
-    "$(echo "$out" | pair_ns 'kmalloc(32)+kfree')" "$py" >> "$RAW/debug.tsv"
+  row "kslab $f" "$out" "$py"
 done
 # An ASan build of kslab (Release, -fsanitize=address), its objects annotated
 # for ASan (the default there) and not (KSLAB_ASAN=0): 200 000 pairs a run.
@@ -34,35 +39,29 @@ if cmake -S . -B $ASANB -DCMAKE_BUILD_TYPE=Release -DKSLAB_SANITIZE=address >/de
   for a in 1 0; do
     out=$(KSLAB_ASAN=$a BENCH_ITERS=200000 ASAN_OPTIONS=detect_leaks=0 $ASANB/bench/micro_static x)
     [ $a = 1 ] && lab="kslab, ASan build, objects annotated" || lab="kslab, ASan build, KSLAB_ASAN=0"
-    printf '%s\t%s\t%s\t\n' "$lab" "$(echo "$out" | pair_ns 'kmem_cache_alloc+free(256)')" \
-      "$(echo "$out" | pair_ns 'kmalloc(32)+kfree')" >> "$RAW/debug.tsv"
+    row "$lab" "$out"
   done
 fi
 if command -v valgrind >/dev/null; then
   # valgrind on kslab: every object announced to memcheck (3 x 1000 pairs)
   out=$(valgrind -q --tool=memcheck $B/micro_static --quick x 2>/dev/null)
-  printf 'kslab under valgrind memcheck\t%s\t%s\t\n' \
-    "$(echo "$out" | pair_ns 'kmem_cache_alloc+free(256)')" \
-    "$(echo "$out" | pair_ns 'kmalloc(32)+kfree')" >> "$RAW/debug.tsv"
+  row "kslab under valgrind memcheck" "$out"
 fi
 gl=$($B/malloc_pair x)
 glpy=$(cd /tmp && PYTHONMALLOC=malloc "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
-printf 'glibc\t%s\t%s\t%s\n' "$(echo "$gl" | pair_ns 'malloc+free(256)')" \
-  "$(echo "$gl" | pair_ns 'malloc(32)+free')" "$glpy" >> "$RAW/debug.tsv"
+row glibc "$gl" "$glpy"
 if [ -e "$MDEBUG" ]; then
   md=$(LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 $B/malloc_pair x)
   mdpy=$(cd /tmp && LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 PYTHONMALLOC=malloc "$RUNCMD" python3 \
          "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
-  printf 'glibc MALLOC_CHECK_=3\t%s\t%s\t%s\n' "$(echo "$md" | pair_ns 'malloc+free(256)')" \
-    "$(echo "$md" | pair_ns 'malloc(32)+free')" "$mdpy" >> "$RAW/debug.tsv"
+  row "glibc MALLOC_CHECK_=3" "$md" "$mdpy"
 fi
 if command -v valgrind >/dev/null; then
   # --quick: 3 x 1000 pairs (valgrind runs every instruction ~50x slower)
   vg=$(valgrind -q --tool=memcheck $B/malloc_pair --quick x 2>/dev/null)
   # python3 is not run under memcheck: alloc_heavy.py would take more than 15
   # minutes there (a one-line python3 -c takes a minute on this machine)
-  printf 'glibc under valgrind memcheck\t%s\t%s\t\n' "$(echo "$vg" | pair_ns 'malloc+free(256)')" \
-    "$(echo "$vg" | pair_ns 'malloc(32)+free')" >> "$RAW/debug.tsv"
+  row "glibc under valgrind memcheck" "$vg"
 fi
 {
   echo "## Debugging: what each KSLAB_DEBUG flag costs (issue 11)"
