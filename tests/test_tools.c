@@ -72,25 +72,26 @@ __attribute__((noinline)) void clean(void *a)
                                                SLAB_RED_ZONE | SLAB_POISON | SLAB_STORE_USER, NULL);
     struct kmem_cache *cted = kmem_cache_create("tools_ctor", 40, 0, 0, ctor);
     struct kmem_cache *rcu = kmem_cache_create("tools_rcu", 48, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+    struct kmem_cache *const caches[4] = { plain, dbg, cted, rcu };
+    static const size_t sizes[4] = { 100, 72, 40, 48 };
     static void *objs[3000];
     long sum = 0;
     for (int round = 0; round < 3; round++) {
         /* many slabs made, used to the last byte, emptied and given back */
         for (int i = 0; i < 3000; i++) {
-            struct kmem_cache *s = i % 4 == 0 ? plain : i % 4 == 1 ? dbg : i % 4 == 2 ? cted : rcu;
+            struct kmem_cache *s = caches[i % 4];
             uint8_t *p = kmem_cache_alloc(s, GFP_KERNEL);
             if (!p)
                 _exit(90);
-            size_t n = s == plain ? 100 : s == dbg ? 72 : s == cted ? 40 : 48;
             if (s == cted && p[39] != 0x11)   /* constructed (valgrind: defined) */
                 _exit(96);
-            memset(p, i & 0xff, n);
+            memset(p, i & 0xff, sizes[i % 4]);
             objs[i] = p;
         }
         if (kmem_cache_validate(dbg) != 0)
             _exit(91);
         for (int i = 2999; i >= 0; i--) {
-            struct kmem_cache *s = i % 4 == 0 ? plain : i % 4 == 1 ? dbg : i % 4 == 2 ? cted : rcu;
+            struct kmem_cache *s = caches[i % 4];
             if (s == cted)
                 memset(objs[i], 0x11, 40);     /* constructed state back, as a ctor cache must */
             kmem_cache_free(s, objs[i]);
