@@ -63,7 +63,7 @@ enum {
     POISON_FREE = 0x6b, POISON_END = 0xa5, POISON_INUSE = 0x5a,
 };
 
-#define TRACK_DEPTH 8
+#define TRACK_DEPTH 16          /* the kernel's TRACK_ADDRS_COUNT: deep enough for an unoptimised build's frames */
 struct track {
     void *stack[TRACK_DEPTH];   /* return addresses, innermost first; [0] NULL: never set */
     uint64_t when_ns;           /* CLOCK_MONOTONIC */
