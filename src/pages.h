@@ -19,9 +19,12 @@ struct kmem_cache;
  * finds its head in constant time.
  *
  * Size: 48 bytes (the kernel's is a 64-byte struct page).  freelist and
- * counters come first so that the pair is 16-byte aligned for cmpxchg16b:
- * the table is 16-byte aligned and 48 is a multiple of 16, so the alignment
- * is internal to the layout rather than padding (seeds 003/004).
+ * counters sit at offset 16 so that the pair is 16-byte aligned for
+ * cmpxchg16b: the table is 16-byte aligned and 48 is a multiple of 16, so
+ * the alignment is internal to the layout rather than padding (seeds
+ * 003/004).  What kfree reads first (cache, state, colour) is the first 16
+ * bytes, which no cache line boundary splits; at offset 0-15 and 32-47 it
+ * split half the descriptors, and a random free read two lines.
  */
 union slab_counters {
     uint64_t word;
@@ -34,12 +37,9 @@ union slab_counters {
 };
 
 struct slab {
-    /* ---- updated together with a double-word compare-and-swap ---- */
-    void *freelist;                 /* objects freed to the slab (remote frees while frozen) */
-    union slab_counters counters;
-    /* ---- stable while the slab lives, or protected by a lock ---- */
+    /* ---- what kfree reads first: one 16-byte-aligned quarter, so never
+     *      split across cache lines (the table's stride is 48) ---- */
     struct kmem_cache *cache;       /* every page of a live slab: its cache; NULL otherwise */
-    struct slab *next, *prev;       /* cache partial list / cpu partial list / buddy free list */
     uint8_t pg_order;               /* every page of a block: order of the block it belongs to */
     uint8_t pg_state;               /* head page: PG_FREE, PG_HOT, PG_SLAB or PG_META */
     uint16_t pg_pad;                /* head page: the back-end's list tag (SLAB, SLOB) */
@@ -47,6 +47,11 @@ struct slab {
         uint32_t pg_colour;         /* slab head: offset of the first object (SLAB colouring) */
         uint32_t pg_npages;         /* head of a large, pcp or hot block: its pages */
     };
+    /* ---- updated together with a double-word compare-and-swap ---- */
+    void *freelist;                 /* objects freed to the slab (remote frees while frozen) */
+    union slab_counters counters;
+    /* ---- stable while the slab lives, or protected by a lock ---- */
+    struct slab *next, *prev;       /* cache partial list / cpu partial list / buddy free list */
 #if KSLAB_DESC_PAD
     char desc_pad[KSLAB_DESC_PAD];  /* bench only: the seeds' 64-byte descriptor */
 #endif
@@ -72,6 +77,7 @@ enum { PG_META = 0, PG_FREE = 1, PG_SLAB = 2, PG_HOT = 3, PG_NEW = 4, PG_LARGE =
 #define KSLAB_DESC_PAD 0
 #endif
 _Static_assert(sizeof(struct slab) == 48 + KSLAB_DESC_PAD, "struct slab is 48 bytes; seeds 003/004 care");
+_Static_assert(offsetof(struct slab, freelist) % 16 == 0 && offsetof(struct slab, counters) == offsetof(struct slab, freelist) + 8, "the cmpxchg16b pair");
 
 /* ---- pages: arenas, the buddy, page classes, large and huge blocks ------- */
 /*

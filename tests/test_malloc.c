@@ -245,6 +245,23 @@ static void test_classes_large(void)
         p[n - 1] = 2;
         free(p);
     }
+    /* Every size up to 4 KiB lands in the smallest class that holds it:
+     * 16 .. 128 by 16, then eight per doubling (below 1 KiB malloc reads a
+     * table of its own; this is the table's check against the formula). */
+    for (size_t n = 1; classes && n <= 4096; n++) {
+        size_t lg = 0;
+        while (((size_t)2 << lg) <= n - 1)
+            lg++;                                     /* floor(log2(n - 1)) */
+        size_t step = n <= 128 ? 16 : (size_t)1 << (lg - 3);
+        size_t want = (n + step - 1) / step * step;
+        void *p = vmalloc_(n);
+        CHECK(p != NULL);
+        if (malloc_usable_size(p) != want) {
+            fprintf(stderr, "malloc(%zu): usable %zu, class %zu\n", n, malloc_usable_size(p), want);
+            CHECK(0);
+        }
+        free(p);
+    }
     CHECK_EQ(malloc_usable_size(vmalloc_(80)), 80);   /* malloc-80, not kmalloc-96 (leaked: 80 B) */
     if (classes)
         CHECK_EQ(malloc_usable_size(vmalloc_(1032)), 1152);   /* sqlite3's page (leaked) */
