@@ -476,28 +476,34 @@ static noinline void kfree_nocache(const void *x, struct slab *d)
  * rule 7).  Never cleared: it may name a dead cache, which only misses. */
 __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 
-/* The per-CPU mode's looked-up kfree: its push (which sets the hint and the
- * guess) is apart, a tail call, so that the per-thread mode's kfree saves
- * no register for it. */
-static noinline void pcpu_kfree_lookup(struct kmem_cache *s, struct slab *d, const void *x)
+/* The per-thread mode's looked-up kfree, apart: the per-CPU mode (the
+ * default) has kfree_lookup to itself. */
+static noinline void thread_kfree(struct kmem_cache *s, const void *x)
 {
-    if (likely(pcpu_kfree(s, d, (void *)x)))
+    if (likely(slub_free_fast(s, (void *)x)))
         return;
     kfree_to_backend(s, x);
 }
 
-/* kfree past the guess: x looked up from its page descriptor.  Apart, so
- * that kfree itself stays a leaf that saves no register (inlined, its
- * registers made the guess's path save four). */
+/* kfree past the guess: x looked up from its page descriptor, and in the
+ * per-CPU mode validated and pushed here, in one function (split in two,
+ * the call and its argument moves cost every random-size free 4
+ * instructions).  Apart from kfree, so that kfree itself stays a leaf that
+ * saves no register. */
 static noinline void kfree_lookup(const void *x)
 {
-    if (unlikely(ZERO_OR_NULL_PTR(x)))
+    uintptr_t a = (uintptr_t)x;
+    /* one compare for NULL, ZERO_SIZE_PTR and anything at or above 2^47 */
+    if (unlikely(a - 17 >= (1ul << 47) - 17)) {
+        if (!ZERO_OR_NULL_PTR(x))
+            kfree_slow(x);
         return;
-    if (unlikely(!in_arena(x))) {
+    }
+    if (unlikely(!arena_bit(a))) {
         kfree_slow(x);
         return;
     }
-    struct slab *d = addr_desc((uintptr_t)x);
+    struct slab *d = addr_desc(a);
     struct kmem_cache *s = d->cache;
     if (unlikely(!s)) {
         kfree_nocache(x, d);        /* a large block, or a bad pointer */
@@ -505,11 +511,11 @@ static noinline void kfree_lookup(const void *x)
     }
     /* d names s, so it is a page of a live slab of s: a one-page slab's
      * head is d itself, and only "is x an object start" is left */
-    if (kslab_percpu) {
-        pcpu_kfree_lookup(s, d, x);
+    if (unlikely(!kslab_percpu)) {
+        thread_kfree(s, x);
         return;
     }
-    if (likely(slub_free_fast(s, (void *)x)))
+    if (likely(pcpu_kfree(s, d, (void *)x)))
         return;
     kfree_to_backend(s, x);
 }

@@ -152,13 +152,17 @@ static inline struct slab *addr_desc(uintptr_t p)
  * atomic OR) before anything in the arena is handed out and never cleared. */
 #define ARENA_BITS_WORDS (1ul << (47 - ARENA_SHIFT - 6))
 extern uint64_t kslab_arena_bits[ARENA_BITS_WORDS];
+static inline bool arena_bit(uintptr_t a)           /* a < 2^47 */
+{
+    return (__atomic_load_n(&kslab_arena_bits[a >> (ARENA_SHIFT + 6)], __ATOMIC_RELAXED) >>
+            ((a >> ARENA_SHIFT) & 63)) & 1;
+}
 static inline bool in_arena(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     if (unlikely(a >> 47))
         return false;
-    return (__atomic_load_n(&kslab_arena_bits[a >> (ARENA_SHIFT + 6)], __ATOMIC_RELAXED) >>
-            ((a >> ARENA_SHIFT) & 63)) & 1;
+    return arena_bit(a);
 }
 
 /* ---- page classes: about four per doubling ---------------------------------- */
