@@ -28,8 +28,9 @@
 static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache *s, gfp_t gfp,
                                                             size_t kmalloc_size)
 {
-    if (likely(kslab_percpu)) {
-        void *x = pcpu_pop(s);
+    long off = kslab_rseq_off;
+    if (likely(off >= 0)) {                     /* kslab_percpu */
+        void *x = pcpu_pop_at(s, off);
         if (unlikely(!x))
             return kslab_alloc_slow(s, gfp, kmalloc_size);
         if (unlikely(gfp & __GFP_ZERO))
@@ -365,13 +366,25 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 }
 
 /* malloc's kmalloc: the malloc classes, then the page classes. */
-void *kslab_malloc(size_t size, gfp_t flags)
+static inline __attribute__((always_inline)) void *malloc_classes(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < 1024))
         return fast_alloc(kslab_malloc_caches[malloc_small_index[(size - 1) >> 4]], flags, size);
     if (likely(size - 1 < MALLOC_MAX_CACHE_SIZE))
         return fast_alloc(kslab_malloc_caches[malloc_index(size)], flags, size);
     return kslab_malloc_large(size, flags);
+}
+
+void *kslab_malloc(size_t size, gfp_t flags)
+{
+    return malloc_classes(size, flags);
+}
+
+/* malloc itself: its flags are constants, so no __GFP_ZERO test after the
+ * pop (two instructions a malloc). */
+void *kslab_malloc_plain(size_t size)
+{
+    return malloc_classes(size, GFP_KERNEL | KSLAB_GFP_MALLOC);
 }
 
 /* ---- bulk ---------------------------------------------------------------------- */

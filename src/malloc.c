@@ -32,7 +32,7 @@ static inline void *enomem(void *p)
 /* (kslab_malloc's slow paths set errno: malloc and calloc are tail calls) */
 EXPORT void *malloc(size_t n)
 {
-    return kslab_malloc(n, GFP_KERNEL | KSLAB_GFP_MALLOC);
+    return kslab_malloc_plain(n);
 }
 
 EXPORT void free(void *p)

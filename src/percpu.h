@@ -187,7 +187,7 @@ static inline struct pcpu_sheaf *pcpu_base(const struct kmem_cache *s)
 
 /* Pop the current CPU's sheaf: an object, or NULL (empty, draining, no
  * sheaves yet).  11 instructions, no lock, no atomic. */
-static inline void *pcpu_pop(struct kmem_cache *s)
+static inline void *pcpu_pop_at(struct kmem_cache *s, long off)
 {
     void *obj;
     uintptr_t e, w, t;
@@ -202,7 +202,7 @@ static inline void *pcpu_pop(struct kmem_cache *s)
                  "2:\n\t"
                  PCPU_RSEQ_ABORT
                  : [obj] "=&r"(obj), [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
-                 : [off] "r"(kslab_rseq_off), [base] "r"(base)
+                 : [off] "r"(off), [base] "r"(base)
                  : "memory", "cc"
                  : miss);
     pcpu_tsan_acquire(base);
@@ -211,6 +211,11 @@ static inline void *pcpu_pop(struct kmem_cache *s)
     return obj;
 miss:
     return NULL;
+}
+/* (the mode test's load of kslab_rseq_off serves the section too: _at) */
+static inline void *pcpu_pop(struct kmem_cache *s)
+{
+    return pcpu_pop_at(s, kslab_rseq_off);
 }
 
 /* Push x (already validated) onto the current CPU's sheaf; false if it is

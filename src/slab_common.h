@@ -455,6 +455,7 @@ enum { MALLOC_BOOT = KMALLOC_CLASSES + 1, BOOT_CACHES = MALLOC_BOOT + MALLOC_CLA
 extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
 /* malloc's kmalloc (the malloc classes, then page classes). */
 void *kslab_malloc(size_t size, gfp_t flags);
+void *kslab_malloc_plain(size_t size);      /* malloc's: GFP_KERNEL | KSLAB_GFP_MALLOC */
 /* Above KMALLOC_MAX_CACHE_SIZE: large blocks and huge mappings (kmalloc.c). */
 void *kslab_large_alloc(size_t size, size_t align, gfp_t flags);
 void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes);
