@@ -626,6 +626,8 @@ static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         return NULL;
     struct kmem_cache_cpu *c = &t->cpu[s->id];
     struct kmem_cache_cpu_cold *cc = kslab_cold(t, s->id);
+    bool reclaimed = false;
+again:;
     /* Slow start (alloc_single) while the thread has no cpu slab and has
      * taken fewer than SLOW_START objects; then its first cpu slab, before
      * the sheaf: an alloc/free loop would otherwise cycle one object
@@ -639,8 +641,20 @@ static void *__slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
         object = sheaf_take(cc);
     } else {
         object = slow_start && !cc->partial ? alloc_single(s, cc) : ___slub_alloc(s, c, cc);
-        if (unlikely(!object))
-            return NULL;
+        if (unlikely(!object)) {
+            /* Out of memory: s's own spare memory first, as the kernel's
+             * reclaim runs the slab shrinkers before an allocation fails.
+             * Shrinking gives back the barn's sheaves (pages a new slab
+             * cannot use), this thread's cpu state for s, the empty slabs,
+             * and the page reserve, whose fragments merge in the buddy;
+             * then one more try.  (The per-CPU mode's refill does the same
+             * in pcpu_reclaim.) */
+            if (reclaimed)
+                return NULL;
+            reclaimed = true;
+            kslab_shrink(s);
+            goto again;
+        }
     }
     counter_inc(&cc->stat[ALLOC_SLOWPATH], 1);
     if (gfp & __GFP_ZERO)
