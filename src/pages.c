@@ -68,7 +68,7 @@ static kslab_lock_t map_lock = KSLAB_LOCK_INIT;        /* serialises L2 table cr
 static struct slab *hot[PAGE_CLASSES];
 static size_t hot_pages;
 static size_t hot_min;                                 /* low-water mark since the last tick */
-#define HOT_MIN_PAGES 512u                             /* 2 MiB, + half of what is in use */
+#define HOT_MIN_PAGES 128u                             /* 512 KiB, + half of what is in use */
 #define DECAY_NS 1000000000ull                         /* the decay tick: 1 s */
 static uint64_t decay_ops, decay_last_ns, decay_tick_no;
 
@@ -584,6 +584,8 @@ void *pages_large_alloc(struct pages_pcp *pcp, size_t n, unsigned align_order, b
     if (pcp && c < PCP_CLASSES && align_order <= k && (p = pages_pcp_pop(pcp, c))) {
         b = addr_desc((uintptr_t)p);
     } else {
+        if (pcp && pcp->refused == c + 1)
+            pcp->lone = (uint8_t)(c + 1);       /* refused, then wanted again: keep it next time */
         struct pending w = { 0 };
         kslab_lock(&pages_lock);
         b = align_order <= k ? hot_pop(c) : NULL;

@@ -209,8 +209,15 @@ static inline unsigned pages_order(size_t n)
  * Recently freed large blocks of classes up to PCP_CLASSES (256 pages,
  * 1 MiB), kept by the thread that freed them and reused by it with no lock
  * and no atomic read-modify-write.  At most PCP_HIGH blocks per class and
- * PCP_MAX_PAGES pages in all; beyond, half a class list goes to the global
- * reserve at once (the kernel's pcp->batch).  Drained at thread exit and by
+ * PCP_MAX_PAGES pages in all; beyond, half a class list goes to the
+ * global reserve at once (the kernel's pcp->batch).  512 KiB, not 2 MiB:
+ * freed blocks a program is done with count in its RSS while they wait.
+ * A block bigger than the budget is refused (to the reserve, which gives it
+ * back soon) unless the thread showed it reuses its class: it asked for
+ * that class again right after one was refused (pcp->lone).  Then one such
+ * block may wait alone, so a 1 MiB malloc+free loop stays here (10 ns, not
+ * 3.5 us through the reserve), while a buffer grown by realloc through
+ * 256 KiB, 512 KiB, 1 MiB leaves nothing parked (sqlite3's peak RSS).  Drained at thread exit and by
  * kslab_trim().  The fast paths below are inline; the rest is pages.c's.
  * A double free in sequence is caught (the head is PG_PCP, not PG_LARGE);
  * two threads freeing one block at the same instant are not, as for slab
@@ -218,12 +225,14 @@ static inline unsigned pages_order(size_t n)
  */
 #define PCP_CLASSES 28                         /* class 27 = 256 pages */
 #define PCP_HIGH 16
-#define PCP_MAX_PAGES 512u                     /* 2 MiB per thread */
+#define PCP_MAX_PAGES 128u                     /* 512 KiB per thread */
 #define PCP_MAX_BYTES ((size_t)256 << PAGE_SHIFT)
 struct pages_pcp {
     struct slab *list[PCP_CLASSES];            /* LIFO, linked by ->next */
     uint16_t count[PCP_CLASSES];
     uint32_t pages;                            /* owner writes; stats read (relaxed) */
+    uint8_t refused;                           /* class + 1 of the last block over the budget */
+    uint8_t lone;                              /* class + 1 that may be kept alone over it */
 };
 
 /* A block of 2^order pages owned by `owner`, unpublished (PG_NEW); NULL
@@ -276,9 +285,14 @@ static inline bool pages_pcp_push(struct pages_pcp *pcp, struct slab *b)
 {
     uint32_t n = b->pg_npages;
     unsigned c = b->pg_order;
-    if (unlikely(c >= PCP_CLASSES || pcp->count[c] >= PCP_HIGH ||
-                 pcp->pages + n > PCP_MAX_PAGES))
+    if (unlikely(c >= PCP_CLASSES || pcp->count[c] >= PCP_HIGH))
         return false;
+    if (unlikely(pcp->pages + n > PCP_MAX_PAGES)) {
+        if (pcp->pages || pcp->lone != c + 1) {
+            pcp->refused = (uint8_t)(c + 1);
+            return false;
+        }
+    }
     __atomic_store_n(&b->pg_state, PG_PCP, __ATOMIC_RELAXED);
     b->next = pcp->list[c];
     pcp->list[c] = b;

@@ -454,6 +454,9 @@ unsigned kslab_malloc_class_size(unsigned i);
 enum { MALLOC_BOOT = KMALLOC_CLASSES + 1, BOOT_CACHES = MALLOC_BOOT + MALLOC_CLASSES };
 extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
 /* malloc's kmalloc (the malloc classes, then page classes). */
+/* Internal cache flag: malloc's exact cache for a hot size (kmalloc.c),
+ * whose slabs are sized for the least waste (slub_exact_order). */
+#define SLAB_KSLAB_EXACT 0x20000000u
 void *kslab_malloc(size_t size, gfp_t flags);
 void *kslab_malloc_plain(size_t size);      /* malloc's: GFP_KERNEL | KSLAB_GFP_MALLOC */
 /* Above KMALLOC_MAX_CACHE_SIZE: large blocks and huge mappings (kmalloc.c). */

@@ -179,6 +179,22 @@ unsigned slub_malloc_order(unsigned size)
     return order;
 }
 
+/*
+ * malloc's exact caches (one hot size, kmalloc.c): the smallest order with
+ * at least four objects that leaves at most 1/64 of the slab over, up to
+ * order 4 (64 KiB); else the big classes' rule.  Exact size is worth nothing
+ * if the slab's tail wastes it again: 4368-byte objects, 7 to a 32 KiB slab
+ * (the kernel's rule), waste 6.7 %, as much as malloc-4608 does; 15 to a
+ * 64 KiB slab waste 16 bytes.
+ */
+static unsigned slub_exact_order(unsigned size)
+{
+    for (unsigned order = get_order((size_t)4 * size); order <= 4; order++)
+        if ((PAGE_SIZE << order) % size <= (PAGE_SIZE << order) / 64)
+            return order;
+    return slub_malloc_order(size);
+}
+
 int slub_cache_init(struct kmem_cache *s)
 {
     /* Object layout: [object (object_size) | pad to word | free pointer if it
@@ -199,7 +215,9 @@ int slub_cache_init(struct kmem_cache *s)
         return -1;
     s->size = (uint32_t)size;
     bool big_malloc = s->is_kmalloc && s->object_size > KMALLOC_MAX_CACHE_SIZE;
-    unsigned order = big_malloc ? slub_malloc_order(s->size) : slub_calculate_order(s->size);
+    unsigned order = (s->flags & SLAB_KSLAB_EXACT) ? slub_exact_order(s->size)
+                     : big_malloc ? slub_malloc_order(s->size)
+                                  : slub_calculate_order(s->size);
     kslab_set_geometry(s, order, (unsigned)((PAGE_SIZE << order) / s->size));
     /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10].
      * malloc's big classes (slabs of 64 KiB .. 1 MiB) keep no empty slab:

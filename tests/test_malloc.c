@@ -222,6 +222,46 @@ static void test_aligned_edges(void)
 }
 
 /* Issue 8, case 3: interior and freed pointers reach kslab's report. */
+/* A class above 1 KiB asked mostly for one size gets an exact cache for it
+ * (sqlite3's 1032-byte pages: malloc-1040, not malloc-1152); a class asked
+ * for many sizes does not. */
+static void test_exact_classes(void)
+{
+    const char *be = getenv("KSLAB_ALLOCATOR");
+    if (be && strcmp(be, "slob") == 0)
+        return;                             /* classic SLOB has no classes */
+    enum { N = 3000 };
+    static void *p[N];
+    for (int i = 0; i < N; i++)
+        CHECK((p[i] = vmalloc_(1032)) != NULL);
+    CHECK_EQ(malloc_usable_size(p[N - 1]), 1040);
+    CHECK_EQ(malloc_usable_size(p[0]), 1152);        /* before the class had decided */
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    /* sizes spread over malloc-2560's range (2305 .. 2560): no exact cache */
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = 2305 + (size_t)(x % 256);
+        CHECK((p[i] = vmalloc_(n)) != NULL);
+        if (malloc_usable_size(p[i]) != 2560) {
+            fprintf(stderr, "malloc(%zu): usable %zu, not malloc-2560\n", n, malloc_usable_size(p[i]));
+            CHECK(0);
+            break;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    char buf[1 << 16];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
+    if (f && slabinfo) {
+        slabinfo(f);
+        fclose(f);
+        CHECK(strstr(buf, "\nmalloc-1040 ") != NULL);
+    }
+}
+
 /* malloc's own classes (eight per doubling), page classes above 128 KiB (four),
  * huge blocks above 4 MiB: usable sizes waste at most a quarter, the classes
  * show in slabinfo, realloc of a huge block keeps its contents (mremap),
@@ -382,6 +422,7 @@ int main(int argc, char **argv)
     test_aligned();
     test_aligned_edges();
     test_classes_large();
+    test_exact_classes();
     CHECK_DEATH(usable_interior, NULL, "ksize(", "inside object");
     CHECK_DEATH(realloc_interior, NULL, "ksize(", "inside object");
     test_threads_fork_dlopen();
