@@ -161,8 +161,9 @@ unsigned kslab_malloc_class_size(unsigned i)
 /* Requests up to 1 KiB (most of any program's) find their class in a table
  * of bytes, one entry per 16 bytes (every class boundary below 1 KiB is a
  * multiple of 16): one load instead of the formula's bsr and shifts, about
- * twenty instructions per malloc.  MALLOC_SMALL(n) is malloc_index(n) as a
- * constant expression, for n a multiple of 16 up to 1024. */
+ * twenty instructions per malloc.  MALLOC_SMALL(n) is the class of n as a
+ * constant expression (16-byte steps to 128, then malloc_index's formula),
+ * for n a multiple of 16 up to 1024. */
 #define MALLOC_LG(m) ((m) >= 512 ? 9 : (m) >= 256 ? 8 : 7)
 #define MALLOC_SMALL(n) ((n) <= 128 ? ((n) - 1) >> 4 \
     : 8 + (MALLOC_LG((n) - 1) - 7) * 8 + ((((n) - 1) >> (MALLOC_LG((n) - 1) - 3)) & 7))
@@ -174,11 +175,9 @@ static const uint8_t malloc_small_index[64] = { MS16(0), MS16(16), MS16(32), MS1
 #undef MS4
 
 /* Above 1 KiB (below, the table serves): fls and a shift. */
-static inline unsigned malloc_index(size_t n)     /* 1 <= n <= 128 KiB */
+static inline unsigned malloc_index(size_t n)     /* 1 KiB < n <= 128 KiB */
 {
-    if (n <= 128)
-        return (unsigned)((n - 1) >> 4);
-    unsigned lg = fls_sz(n - 1);                   /* 7 .. 16 */
+    unsigned lg = fls_sz(n - 1);                   /* 10 .. 16 */
     return 8 + (lg - 7) * 8 + (unsigned)(((n - 1) >> (lg - 3)) & 7);
 }
 
@@ -333,7 +332,7 @@ static void malloc_split_vote(struct kmem_cache *s, size_t n)
     atomic_store_explicit(&sp->samples, n_samples, memory_order_relaxed);
     if (n_samples < SPLIT_SAMPLES)
         return;
-    unsigned class_size = kslab_malloc_class_size((unsigned)i);
+    unsigned class_size = s->object_size;
     if (votes >= SPLIT_MAJORITY && cand < class_size && (class_size - cand) * 32 >= class_size) {
         malloc_split_create(sp, cand);
         return;
@@ -608,7 +607,8 @@ static noinline void kfree_lookup(const void *x)
 {
     uintptr_t a = (uintptr_t)x;
     /* one compare for NULL, ZERO_SIZE_PTR and anything at or above 2^47 */
-    if (unlikely(a - 17 >= (1ul << 47) - 17)) {
+    const uintptr_t low = (uintptr_t)ZERO_SIZE_PTR + 1;
+    if (unlikely(a - low >= (1ul << 47) - low)) {
         if (!ZERO_OR_NULL_PTR(x))
             kfree_slow(x);
         return;
