@@ -170,13 +170,20 @@ unsigned slub_calculate_order(unsigned size)
  * with 7 objects (the kernel's rule would give order 3 with 3, 16 % lost);
  * malloc-131072 order 7 with 4.
  */
-unsigned slub_malloc_order(unsigned size)
+/* The smallest order, from the first that holds four objects, whose slab
+ * leaves at most 1/fraction of itself over; max if none below it does. */
+static unsigned least_waste_order(unsigned size, unsigned fraction, unsigned max)
 {
     unsigned order = get_order((size_t)4 * size);
-    for (; order < MAX_SLAB_ORDER; order++)
-        if ((PAGE_SIZE << order) % size <= (PAGE_SIZE << order) / 16)
+    for (; order < max; order++)
+        if ((PAGE_SIZE << order) % size <= (PAGE_SIZE << order) / fraction)
             break;
     return order;
+}
+
+static unsigned slub_malloc_order(unsigned size)
+{
+    return least_waste_order(size, 16, MAX_SLAB_ORDER);
 }
 
 /*
@@ -189,10 +196,8 @@ unsigned slub_malloc_order(unsigned size)
  */
 static unsigned slub_exact_order(unsigned size)
 {
-    for (unsigned order = get_order((size_t)4 * size); order <= 4; order++)
-        if ((PAGE_SIZE << order) % size <= (PAGE_SIZE << order) / 64)
-            return order;
-    return slub_malloc_order(size);
+    unsigned order = least_waste_order(size, 64, 5);
+    return order <= 4 ? order : slub_malloc_order(size);
 }
 
 int slub_cache_init(struct kmem_cache *s)
