@@ -221,7 +221,19 @@ static void test_aligned_edges(void)
     }
 }
 
-/* Issue 8, case 3: interior and freed pointers reach kslab's report. */
+/* kslab's slabinfo into buf (through dlsym: the library may be the
+ * preloaded one); false when there is none to read. */
+static bool slabinfo_text(char *buf, size_t size)
+{
+    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
+    FILE *f = slabinfo ? fmemopen(buf, size, "w") : NULL;
+    if (!f)
+        return false;
+    slabinfo(f);
+    fclose(f);
+    return true;
+}
+
 /* A class above 1 KiB asked mostly for one size gets an exact cache for it
  * (sqlite3's 1032-byte pages: malloc-1040, not malloc-1152); a class asked
  * for many sizes does not. */
@@ -253,13 +265,8 @@ static void test_exact_classes(void)
     for (int i = 0; i < N; i++)
         free(p[i]);
     char buf[1 << 16];
-    FILE *f = fmemopen(buf, sizeof buf, "w");
-    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
-    if (f && slabinfo) {
-        slabinfo(f);
-        fclose(f);
+    if (slabinfo_text(buf, sizeof buf))
         CHECK(strstr(buf, "\nmalloc-1040 ") != NULL);
-    }
 }
 
 /* malloc's own classes (eight per doubling), page classes above 128 KiB (four),
@@ -306,11 +313,7 @@ static void test_classes_large(void)
     if (classes)
         CHECK_EQ(malloc_usable_size(vmalloc_(1032)), 1152);   /* sqlite3's page (leaked) */
     char buf[1 << 16];
-    FILE *f = fmemopen(buf, sizeof buf, "w");
-    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
-    if (f && slabinfo) {
-        slabinfo(f);
-        fclose(f);
+    if (slabinfo_text(buf, sizeof buf)) {
         CHECK(strstr(buf, "malloc-80 ") != NULL);
         CHECK(strstr(buf, "malloc-320 ") != NULL);
     }
@@ -358,6 +361,7 @@ static void test_classes_large(void)
     CHECK_EQ(malloc_trim(0), 1);
 }
 
+/* Issue 8, case 3: interior and freed pointers reach kslab's report. */
 static void usable_interior(void *a) { char *p = vmalloc_(100); (void)malloc_usable_size(p + 8); }
 static void realloc_interior(void *a)
 {

@@ -344,9 +344,7 @@ int main(void)
     test_migration();
     test_shrink_under_load();
     test_thread_churn();
-    test_oom_other_cpu();
-    /* last: its caches' pages would otherwise change what the out-of-memory
-     * test's arena has left for the per-thread mode's own metadata */
     test_kfree_guess();
+    test_oom_other_cpu();
     return check_done();
 }
