@@ -217,8 +217,9 @@ static inline unsigned pages_order(size_t n)
  * that class again right after one was refused (pcp->lone).  Then one such
  * block may wait alone, so a 1 MiB malloc+free loop stays here (10 ns, not
  * 3.5 us through the reserve), while a buffer grown by realloc through
- * 256 KiB, 512 KiB, 1 MiB leaves nothing parked (sqlite3's peak RSS).  Drained at thread exit and by
- * kslab_trim().  The fast paths below are inline; the rest is pages.c's.
+ * 256 KiB, 512 KiB, 1 MiB leaves nothing parked (sqlite3's peak RSS).
+ * Drained at thread exit and by kslab_trim().  The fast paths below are
+ * inline; the rest is pages.c's.
  * A double free in sequence is caught (the head is PG_PCP, not PG_LARGE);
  * two threads freeing one block at the same instant are not, as for slab
  * objects on SLUB's fast path.
