@@ -283,7 +283,8 @@ static inline struct kmem_cache *malloc_large_class(size_t n)
     return kslab_malloc_caches[i];
 }
 
-static cold_fn void malloc_split_create(struct malloc_split *sp, unsigned size)
+static cold_fn void malloc_split_create(struct kmem_cache *class, struct malloc_split *sp,
+                                        unsigned size)
 {
     int idle = 0;
     if (!atomic_compare_exchange_strong_explicit(&sp->busy, &idle, 1, memory_order_acquire,
@@ -298,6 +299,11 @@ static cold_fn void malloc_split_create(struct malloc_split *sp, unsigned size)
             atomic_store_explicit(&sp->cache, c, memory_order_relaxed);
             /* release: the cache pointer before the limit that sends sizes to it */
             atomic_store_explicit(&sp->limit, size, memory_order_release);
+            /* The class's sheaves and barn hold objects freed while the
+             * split size still came here; its slabs would stay pinned by
+             * them (sqlite3: 140 free malloc-1152 objects, 160 KB, at the
+             * peak): back to their slabs, and empty slabs to the pages. */
+            kmem_cache_shrink(class);
         }
     }
     atomic_store_explicit(&sp->busy, 0, memory_order_release);
@@ -334,7 +340,7 @@ static void malloc_split_vote(struct kmem_cache *s, size_t n)
         return;
     unsigned class_size = s->object_size;
     if (votes >= SPLIT_MAJORITY && cand < class_size && (class_size - cand) * 32 >= class_size) {
-        malloc_split_create(sp, cand);
+        malloc_split_create(s, sp, cand);
         return;
     }
     atomic_store_explicit(&sp->samples, 0, memory_order_relaxed);   /* again */

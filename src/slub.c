@@ -225,15 +225,20 @@ int slub_cache_init(struct kmem_cache *s)
                                   : slub_calculate_order(s->size);
     kslab_set_geometry(s, order, (unsigned)((PAGE_SIZE << order) / s->size));
     /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10].
-     * malloc's big classes (slabs of 64 KiB .. 1 MiB) keep no empty slab:
-     * it goes back to the page allocator's hot reserve, where any class can
-     * reuse it, and which decays and gives memory back to the OS (sqlite3's
-     * peak RSS -0.5 MB: one idle empty slab in each of several big classes). */
+     * malloc's classes above 1 KiB (and its exact caches) keep no empty
+     * slab: it goes back to the page allocator's hot reserve, where any
+     * class can reuse it, and which decays and gives memory back to the OS
+     * (sqlite3's peak RSS: -0.5 MB for the big classes' slabs of 64 KiB ..
+     * 1 MiB, one idle empty slab in each of several; -130 KB more for the
+     * classes from 1 KiB to 8 KiB).  The kernel API's kmalloc caches keep
+     * the kernel's rule. */
     unsigned lg = 0;
     while ((1u << (lg + 1)) <= s->size)
         lg++;
     slub_c(s)->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
-    if (big_malloc)
+    bool malloc_class = (s->flags & SLAB_KSLAB_EXACT) ||
+                        (s >= &kslab_boot_caches[MALLOC_BOOT] && s < &kslab_boot_caches[BOOT_CACHES]);
+    if (malloc_class && s->size > 1024)
         slub_c(s)->min_partial = 0;
     /* cpu partial limit as set_cpu_partial(), converted from objects to slabs. */
     unsigned nr_objects = s->size >= PAGE_SIZE ? 6 : s->size >= 1024 ? 24 : s->size >= 256 ? 52 : 120;

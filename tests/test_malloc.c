@@ -372,11 +372,15 @@ static void realloc_interior(void *a)
 static void bad_free(void *a) { int x = 0; void *volatile px = &x; free(px); }
 static void double_free(void *a) { void *k = vmalloc_(48), *p = vmalloc_(48); (void)k; free(p); free(p); }
 
-/* Run with KSLAB_DEBUG=ZU,malloc-48 (CTest's test_malloc_debug.*): malloc's
- * own classes get slub_debug through the drop-in.  malloc(40) is in
- * malloc-48: byte 40 is red zone (the request size is kept), caught and
- * repaired when the block is freed; the tracks' backtraces run inside
- * malloc without recursing. */
+/* Run with KSLAB_DEBUG=ZU,malloc-48,malloc-1536 (CTest's
+ * test_malloc_debug.*): malloc's own classes get slub_debug through the
+ * drop-in.  malloc(40) is in malloc-48: byte 40 is red zone (the request
+ * size is kept), caught and repaired when the block is freed; the tracks'
+ * backtraces run inside malloc without recursing.  malloc-1536, debugged,
+ * has no sheaves, so every free reaches its slab: a malloc class above
+ * 1 KiB keeps no empty slab on SLUB and slob-seg (min_partial 0; the
+ * kmalloc caches keep the kernel's 5 and more), so when all its blocks are
+ * freed it holds none. */
 static void free_it(void *p) { free(p); }
 
 static int debug_case(void)
@@ -413,6 +417,23 @@ static int debug_case(void)
     q[44] = 1;                          /* usable now: no red zone after malloc_usable_size */
     free(q);
     CHECK_EQ(errors(), 1);
+    enum { N = 300 };
+    void *b[N];
+    for (int i = 0; i < N; i++)
+        CHECK((b[i] = vmalloc_(1500)) != NULL);
+    for (int i = 0; i < N; i++)
+        free(b[i]);
+    char buf[1 << 16];
+    const char *row = slabinfo_text(buf, sizeof buf) ? strstr(buf, "\nmalloc-1536 ") : NULL;
+    unsigned long slabs = ~0ul;
+    CHECK(row && sscanf(row, " %*s %*u %*u %*u %*u %*u : tunables %*u %*u %*u : slabdata %*u %lu",
+                        &slabs) == 1);
+    const char *be = getenv("KSLAB_ALLOCATOR");
+    if (be && strcmp(be, "slab") == 0)
+        return check_done();            /* SLAB keeps its node's free_limit, as the kernel's */
+    if (slabs != 0)
+        fprintf(stderr, "malloc-1536 keeps %lu empty slabs:\n%.200s\n", slabs, row ? row : "");
+    CHECK_EQ(slabs, 0);
     return check_done();
 }
 
