@@ -767,6 +767,51 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
         kslab_discard_slab(s, cc, discard);
 }
 
+/* slab_free_list's common case inline, for the drain: a slab that stays on
+ * its list (not frozen, not full before, not empty after) takes the run
+ * with one swap and nothing else (the call's register saves were a third
+ * of its cost).  false: anything else, or a lost race; slab_free_list then
+ * does it all again, checks included. */
+static inline bool slab_free_run_quick(struct kmem_cache *s, struct slab *slab, void *head,
+                                       void *tail, unsigned cnt)
+{
+    void *prior = slab_freelist(slab);
+    union slab_counters old = slab_counters(slab), new = old;
+    if (!prior || prior == head || old.frozen || old.inuse <= cnt)
+        return false;
+    set_freepointer(s, tail, prior);
+    new.inuse = old.inuse - cnt;
+    return cmpxchg_double_slab(slab, prior, old.word, head, new.word);
+}
+
+/* Objects of a per-CPU sheaf or a barn sheaf back to their slabs.  Every
+ * one was validated when it entered a sheaf (an object start of a live slab
+ * of s, not its slab's free head, not the sheaf's top), and its slab cannot
+ * leave the cache while it sits there (it counts as in use), so the drain
+ * does not look each one up again as the bulk free does: it links each run
+ * of one slab into a list and frees the run with one swap.  Random-order
+ * frees make runs of one, where the bulk free's three-object lookahead and
+ * per-object checks cost 3x the swap.  slab_free_list still checks the
+ * in-use count: a double free that slipped past the sheaf's checks
+ * underflows it and is reported. */
+static void slub_drain_validated(struct kmem_cache *s, void **p, unsigned n)
+{
+    while (n) {
+        void *head = p[--n], *tail = head;
+        uintptr_t base = (uintptr_t)head & s->slab_mask;
+        unsigned cnt = 1;
+        for (; n && ((uintptr_t)p[n - 1] & s->slab_mask) == base; n--, cnt++) {
+            if (unlikely(p[n - 1] == head))
+                kslab_double_free(s, head);
+            set_freepointer(s, p[n - 1], head);
+            head = p[n - 1];
+        }
+        struct slab *slab = addr_desc(base);
+        if (!slab_free_run_quick(s, slab, head, tail, cnt))
+            slab_free_list(s, NULL, slab, head, tail, cnt);
+    }
+}
+
 /* defined with the bulk calls below; the sheaf flush frees through them */
 static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x);
 static void slub_free_detached(struct kmem_cache *s, uintptr_t base, void *head, void *tail,
@@ -917,7 +962,7 @@ static void barn_drain(struct kmem_cache *s, bool give_back)
         struct barn_sheaf *b = full;
         full = b->next;
         if (give_back)
-            slub_free_bulk_account(s, b->count, b->objs, false);   /* counted already */
+            slub_drain_validated(s, b->objs, b->count);
         barn_sheaf_free(b);
     }
     while (empty) {
@@ -1264,13 +1309,12 @@ static unsigned slub_cpu_refill(struct kmem_cache *s, void **p, unsigned want, u
     return n ? n : alloc_from_partial(s, NULL, p, want);
 }
 
-/* A full sheaf to the barn (whole), else every object back to its slab,
- * grouped by slab (detached freelists). */
+/* A full sheaf to the barn (whole), else every object back to its slab. */
 static void slub_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whole)
 {
     if (whole && barn_put(s, NULL, p, n))
         return;
-    slub_free_bulk_account(s, n, p, false);   /* counted when they were freed */
+    slub_drain_validated(s, p, n);
 }
 
 /* ---- the contract's entries ---------------------------------------------------- */
