@@ -40,34 +40,24 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
     return slub_alloc(s, gfp, kmalloc_size);
 }
 
-/* kfree's per-CPU push.  d, x's page descriptor, names s: x is on a page
- * of a live slab of s, and only "an object's start" is left to test, with
- * the colour every page of the slab carries.  A one-page slab's head is d
- * itself, so x is also tested against its slab's free head (SLUB) or the
- * free object hosting its index array (SLAB) -- freed twice; for a
- * multi-page slab that heuristic would read a second descriptor on every
- * free (the server row: +7% without it), so there the sheaf-top test and
- * the slow paths' checks remain.  false: the slow path decides. */
-static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *s, struct slab *d,
-                                                             void *x)
+/* kfree's per-CPU push.  x's page is a page of a published slab of s
+ * (kfree's map said so, with the slab's colour), so only "an object's
+ * start" is left to test.  The sheaf-top test in the push catches the
+ * immediate double free; a one-page slab's free-head test is no longer
+ * made here: it read the page descriptor, 48 bytes a page, which the map
+ * exists to avoid (its cost: the server rows' costliest load).  false: the
+ * slow path decides. */
+static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *s,
+                                                             uint32_t colour, void *x)
 {
-    if (!object_start(s, ((uintptr_t)x & s->slab_mask) + d->pg_colour, x))
-        return false;
-    /* One branch on a value computed without branches: which slabs are
-     * one page is random per free when sizes are (the server row), and as
-     * "!s->order && (...)" it was the most mispredicted branch kslab had
-     * (three in five of all, in cachegrind's branch simulation).  On a page
-     * of a multi-page slab, d's freelist and state are read and ignored. */
-    unsigned one_page = s->order == 0;
-    unsigned suspect = (d->pg_state != PG_SLAB) | (slab_freelist(d) == x);
-    __asm__("" : "+r"(one_page));   /* opaque, so gcc cannot split the "&" into branches */
-    if (unlikely(one_page & suspect))
+    uintptr_t first = ((uintptr_t)x & s->slab_mask) + colour;
+    if (!object_start(s, first, x))
         return false;
     /* A second looked-up kfree of s in a row arms the guess (percpu.h, rule
      * 7): the push leaves x's slab as the CPU's hint for s, and the next
      * kfree tries s first.  A first one only records s: random sizes pay
      * no guess and no hint stores.  acquire: the generation before the
-     * descriptor it vouches for. */
+     * map entry it vouches for. */
     uintptr_t guess = kslab_kfree_guess;
     if ((guess & ~(uintptr_t)1) != (uintptr_t)s) {
         if (!pcpu_push(s, x))
@@ -76,7 +66,7 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
         return true;
     }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
-    if (!pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + d->pg_colour, gen))
+    if (!pcpu_push_hint(s, x, first, gen))
         return false;
     kslab_kfree_guess = (uintptr_t)s | 1;   /* armed: a cache with sheaves, the hint set */
     return true;
@@ -591,6 +581,19 @@ static noinline void kfree_nocache(const void *x, struct slab *d)
     kslab_free_nonslab(x, "kfree");
 }
 
+/* x is in an arena but kfree's map has no slab for its page: its
+ * descriptor decides (a large block, a slab not yet published, metadata,
+ * or a bad pointer: the back-end reports those). */
+static noinline void kfree_unmapped(const void *x)
+{
+    struct slab *d = addr_desc((uintptr_t)x);
+    struct kmem_cache *s = d->cache;
+    if (!s)
+        kfree_nocache(x, d);
+    else
+        kfree_to_backend(s, x);
+}
+
 /* The cache of the thread's last looked-up kfree (per-CPU mode; percpu.h,
  * rule 7).  Never cleared: it may name a dead cache, which only misses. */
 __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
@@ -623,19 +626,18 @@ static noinline void kfree_lookup(const void *x)
         kfree_slow(x);
         return;
     }
-    struct slab *d = addr_desc(a);
-    struct kmem_cache *s = d->cache;
-    if (unlikely(!s)) {
-        kfree_nocache(x, d);        /* a large block, or a bad pointer */
+    uint64_t e = addr_pmap(a);
+    if (unlikely(!e)) {
+        kfree_unmapped(x);          /* a large block, a new slab, or a bad pointer */
         return;
     }
-    /* d names s, so it is a page of a live slab of s: a one-page slab's
-     * head is d itself, and only "is x an object start" is left */
+    /* a page of a published slab of s */
+    struct kmem_cache *s = pmap_cache(e);
     if (unlikely(!kslab_percpu)) {
         thread_kfree(s, x);
         return;
     }
-    if (likely(pcpu_kfree(s, d, (void *)x)))
+    if (likely(pcpu_kfree(s, pmap_colour(e), (void *)x)))
         return;
     kfree_to_backend(s, x);
 }

@@ -257,18 +257,26 @@ static unsigned block_release(struct slab **bp, unsigned order)
     return order;
 }
 
-/* The descriptors inside a free block read as zero (PG_META, no cache), so
- * the whole descriptor-table pages they fill can go back to the OS too:
- * 1.2 % of the memory a program freed.  Under pages_lock (the block's
- * descriptors must not be reused meanwhile): the one system call made
- * under it, for merged blocks of 1 MiB and up, a few per release. */
+/* The descriptors and kfree map entries inside a free block read as zero
+ * (PG_META, no cache; no slab), so the whole table pages they fill can go
+ * back to the OS too: 1.4 % of the memory a program freed.  Under
+ * pages_lock (the block's descriptors must not be reused meanwhile): the
+ * one system call made under it, for merged blocks of 1 MiB and up, a few
+ * per release. */
 #define DESC_RELEASE_ORDER 8
-static void desc_release(struct slab *b, unsigned order)
+static void table_release(uintptr_t lo, uintptr_t hi)
 {
-    uintptr_t lo = ALIGN_UP((uintptr_t)(b + 1), PAGE_SIZE);
-    uintptr_t hi = (uintptr_t)(b + ((size_t)1 << order)) & ~(PAGE_SIZE - 1);
+    lo = ALIGN_UP(lo, PAGE_SIZE);
+    hi &= ~(PAGE_SIZE - 1);
     if (hi > lo && !prim_release((void *)lo, hi - lo))
         release_failed("madvise", (void *)lo, hi - lo);   /* harmless: stays resident */
+}
+static void desc_release(struct slab *b, unsigned order)
+{
+    struct arena *a = slab_arena(b);
+    size_t i = (size_t)(b - a->pages), n = (size_t)1 << order;
+    table_release((uintptr_t)(b + 1), (uintptr_t)(b + n));
+    table_release((uintptr_t)&a->pmap[i], (uintptr_t)&a->pmap[i + n]);
 }
 
 /* Pages [from, to) of the block at b, as the naturally aligned power-of-two
@@ -531,6 +539,14 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
  * constructors) is visible to a walker whose acquire load sees PG_SLAB. */
 void pages_publish(struct slab *head)
 {
+    struct arena *a = slab_arena(head);
+    size_t first = (size_t)(head - a->pages);
+    if (head->pg_colour >= 1u << (64 - PMAP_COLOUR_SHIFT))
+        kslab_report("slab colour %u of cache %s does not fit the kfree map", head->pg_colour,
+                     head->cache->name);
+    uint64_t e = pmap_entry(head->cache, head->pg_colour);
+    for (size_t i = 0; i < ((size_t)1 << head->pg_order); i++)
+        atomic_store_explicit(&a->pmap[first + i], e, memory_order_relaxed);
     __atomic_store_n(&head->pg_state, PG_SLAB, __ATOMIC_RELEASE);
 }
 
@@ -539,7 +555,9 @@ void pages_free(struct slab *b, unsigned order)
     struct pending w = { 0 };
     atomic_fetch_sub_explicit(&pages_in_use, (size_t)1 << order, memory_order_relaxed);
     kslab_lock(&pages_lock);
+    struct arena *a = slab_arena(b);
     for (unsigned i = 0; i < (1u << order); i++) {
+        atomic_store_explicit(&a->pmap[(size_t)(b - a->pages) + i], 0, memory_order_relaxed);
         b[i].cache = NULL;
         b[i].pg_order = 0;
         set_state(&b[i], PG_META);

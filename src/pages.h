@@ -101,6 +101,11 @@ struct arena {
     uint32_t meta_pages;
     uint32_t pad[11];                          /* header is 64 bytes */
     struct slab pages[ARENA_PAGES];
+    /* kfree's map: one word per page of a published slab, its cache and
+     * colour (pmap_entry); 0 for every other page.  8 bytes a page where
+     * the descriptors take 48, so a free's lookup stays in cache (server
+     * rows: the descriptor read was kfree's costliest load). */
+    _Alignas(4096) _Atomic uint64_t pmap[ARENA_PAGES];   /* page-aligned: released by whole pages */
 };
 
 enum { CHUNK_NONE = 0, CHUNK_HUGE = 2 };
@@ -143,6 +148,30 @@ static inline struct slab *page_desc(struct arena *a, const void *p)
 static inline struct slab *addr_desc(uintptr_t p)
 {
     return page_desc((struct arena *)(p & ~(ARENA_SIZE - 1)), (const void *)p);
+}
+
+/* A page's kfree map entry: the cache in the low 47 bits, the slab's colour
+ * (the offset of its first object, below 2^17) above. */
+#define PMAP_COLOUR_SHIFT 47
+static inline uint64_t pmap_entry(const struct kmem_cache *s, uint32_t colour)
+{
+    return (uint64_t)(uintptr_t)s | ((uint64_t)colour << PMAP_COLOUR_SHIFT);
+}
+static inline struct kmem_cache *pmap_cache(uint64_t e)
+{
+    return (struct kmem_cache *)(uintptr_t)(e & ((1ull << PMAP_COLOUR_SHIFT) - 1));
+}
+static inline uint32_t pmap_colour(uint64_t e)
+{
+    return (uint32_t)(e >> PMAP_COLOUR_SHIFT);
+}
+/* Relaxed: entries are written before the slab's objects are handed out
+ * and cleared after the last one came back, as the descriptors' cache. */
+static inline uint64_t addr_pmap(uintptr_t p)
+{
+    struct arena *a = (struct arena *)(p & ~(ARENA_SIZE - 1));
+    return atomic_load_explicit(&a->pmap[(p >> PAGE_SHIFT) & (ARENA_PAGES - 1)],
+                                memory_order_relaxed);
 }
 
 /* Arena bitmap: one bit per 64 MiB of the 47-bit address space (256 KiB of
