@@ -38,6 +38,7 @@ void *prim_remap(void *p, size_t old, size_t new_bytes, void *to);
 const char *prim_getenv(const char *name);      /* no allocation: safe before malloc works */
 unsigned prim_ncpus(void);
 uint64_t prim_now_ns(void);                     /* CLOCK_MONOTONIC */
+uint64_t prim_random_seed(void);                /* getrandom, else time and addresses */
 void prim_write_stderr(const char *s, size_t n);
 _Noreturn void prim_abort(void);
 void prim_yield(void);                          /* sched_yield */

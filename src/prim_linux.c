@@ -18,6 +18,7 @@
 #include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,4 +273,17 @@ void kslab_lock_slow(kslab_lock_t *l)
         else
             sched_yield();
     }
+}
+
+/* 64 random bits for kslab's secrets (freelist keys, freelist shuffles):
+ * the kernel's, else (no getrandom: a sandbox, an old kernel) the clock,
+ * the stack's and the code's addresses (ASLR) and the process id. */
+uint64_t prim_random_seed(void)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+        return r;
+    uint64_t local;
+    return prim_now_ns() ^ ((uint64_t)(uintptr_t)&local << 17) ^
+           (uint64_t)(uintptr_t)&prim_random_seed ^ ((uint64_t)getpid() << 40);
 }

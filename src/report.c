@@ -42,6 +42,18 @@ _Noreturn void kslab_double_free(struct kmem_cache *s, const void *x)
     kslab_report("double free of object %p in cache %s", x, s ? s->name : "(destroyed cache)");
 }
 
+_Noreturn void kslab_bad_freepointer(struct kmem_cache *s, const void *x, const void *fp)
+{
+    kslab_report("freelist corrupted in cache %s: free object %p points to %p, not an "
+                 "object of its slab (overflow or write after free)", s->name, x, fp);
+}
+
+_Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
+{
+    kslab_report("freelist of slab %p in cache %s is longer than its %u objects: "
+                 "a loop (double free)", slab_base, s->name, s->objects);
+}
+
 /* The head descriptor of the slab holding x (x in an arena), or NULL if x
  * is not in a live slab. */
 static inline struct slab *arena_slab_of(const void *x)

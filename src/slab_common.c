@@ -26,8 +26,27 @@ static bool env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* Freelist hardening: on unless KSLAB_HARDENED=0 (for measurement). */
+bool kslab_hardened = true;
+
+/* kslab's random numbers: splitmix64 over a seed from the OS, under no
+ * lock (a relaxed fetch-add per number: two racing callers get different
+ * numbers). */
+static _Atomic uint64_t random_state;
+uint64_t kslab_random64(void)
+{
+    uint64_t z = atomic_fetch_add_explicit(&random_state, 0x9e3779b97f4a7c15ull,
+                                           memory_order_relaxed) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static void read_options(void)
 {
+    const char *h = prim_getenv("KSLAB_HARDENED");
+    kslab_hardened = !(h && strcmp(h, "0") == 0);
+    atomic_store_explicit(&random_state, prim_random_seed(), memory_order_relaxed);
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
     kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");
     kslab_debug_init();
@@ -114,6 +133,10 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     s->pcpu = pcpu_none;            /* per-CPU sheaves come after slow start */
     s->pcpu_gen = 1;                /* never an entry's hint_gen 0: no hint yet */
     s->is_kmalloc = kmalloc;        /* before cache_init: it may pick the geometry by it */
+    if (kslab_hardened) {
+        s->fp_key = kslab_random64();
+        s->fp_swab = ~0ull;
+    }
     snprintf(s->name, sizeof s->name, "%s", name);
     s->object_size = size;
     flags = kslab_debug_flags(name, flags);

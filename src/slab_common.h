@@ -109,6 +109,10 @@ struct kmem_cache {
      * hints' generation.  Atomic builtins; the inline free reads it plainly. */
     uint64_t pcpu_gen;
     void (*ctor)(void *);
+    /* Hardened free pointers (slub.h, get_freepointer): a free object's
+     * pointer is stored as fp ^ fp_key ^ (bswap(its own address) & fp_swab).
+     * fp_key is random per cache; both 0 with KSLAB_HARDENED=0. */
+    uint64_t fp_key, fp_swab;
     /* Debugging's object layout (slub_debug.c; offsets from the object,
      * 0: none): the left red zone before it, the object and right red zone
      * (inuse), the two tracks, the kmalloc request size, the metadata's end
@@ -343,6 +347,16 @@ extern const struct kslab_backend slub_backend, slab_backend, slob_backend, slob
 _Noreturn void kslab_bad_free(const char *fn, struct kmem_cache *want, const void *x);
 _Noreturn void kslab_double_free(struct kmem_cache *s, const void *x)
     __attribute__((cold));
+/* A free object's free pointer decoded to fp, which is no object of the
+ * object's slab: freelist corruption (an overflow or a write after free). */
+_Noreturn void kslab_bad_freepointer(struct kmem_cache *s, const void *x, const void *fp)
+    __attribute__((cold));
+/* A freelist longer than its slab's object count: a loop (a double free). */
+_Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
+    __attribute__((cold));
+/* Freelist hardening on (default), or KSLAB_HARDENED=0 (slab_common.c). */
+extern bool kslab_hardened;
+uint64_t kslab_random64(void);
 
 /* The cache x's page descriptor names (x in an arena, on a page of a live
  * slab or SLOB page); otherwise the one-line report names fn, want and x.

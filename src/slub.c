@@ -458,6 +458,8 @@ static void deactivate_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc
     void *tail = NULL;
     unsigned cnt = 0;
     for (void *p = freelist; p; p = get_freepointer(s, p)) {
+        if (unlikely(cnt == s->objects))        /* bounded: a loop is reported, never followed */
+            kslab_freelist_loop(s, (void *)((uintptr_t)freelist & s->slab_mask));
         tail = p;
         cnt++;
     }

@@ -49,13 +49,39 @@ int slub_shrink(struct kmem_cache *s);
 size_t slub_ksize(struct kmem_cache *s, const void *x);
 long slub_destroy(struct kmem_cache *s);
 
+/* Hardened free pointers (CONFIG_SLAB_FREELIST_HARDENED): stored as
+ * fp ^ fp_key ^ bswap(where it is stored).  A pointer forged by an
+ * overflow or a write after free decodes to garbage, and garbage is caught:
+ * a decoded pointer must be NULL or inside the same slab (SLUB's slabs are
+ * naturally aligned).  Cost: an xor, a bswap and an and to store; those, an
+ * and and a compare to load. */
+static inline uint64_t freepointer_key(const struct kmem_cache *s, const void *slot)
+{
+    return s->fp_key ^ (__builtin_bswap64((uint64_t)(uintptr_t)slot) & s->fp_swab);
+}
+/* The stored pointer decoded, unchecked: slub_debug's walks, which check
+ * and repair themselves. */
+static inline void *get_freepointer_raw(const struct kmem_cache *s, void *object)
+{
+    void **slot = (void **)((char *)object + s->offset);
+    return (void *)((uintptr_t)*slot ^ freepointer_key(s, slot));
+}
 static inline void *get_freepointer(const struct kmem_cache *s, void *object)
 {
-    return *(void **)((char *)object + s->offset);
+    void *fp = get_freepointer_raw(s, object);
+    /* A forged value decodes to 64 random bits, which land in the object's
+     * own slab with odds of 2^-47 or less: the slab test alone catches it
+     * (an and and a compare; the object-start test's multiply on the
+     * per-thread pop cost the kmem_cache pair 50 %).  NULL ends a list; a
+     * garbage NULL is as unlikely.  fp_swab 0 (KSLAB_HARDENED=0): no test. */
+    if (unlikely(((uintptr_t)fp ^ (uintptr_t)object) & s->slab_mask & s->fp_swab) && fp)
+        kslab_bad_freepointer((struct kmem_cache *)s, object, fp);
+    return fp;
 }
 static inline void set_freepointer(const struct kmem_cache *s, void *object, void *fp)
 {
-    *(void **)((char *)object + s->offset) = fp;
+    void **slot = (void **)((char *)object + s->offset);
+    *slot = (void *)((uintptr_t)fp ^ freepointer_key(s, slot));
 }
 
 /* kmalloc_size is only passed on the slow call (0 for kmem_cache_alloc):

@@ -409,9 +409,9 @@ static bool tool_says_free(void *x)
 static void *peek_freepointer(struct kmem_cache *s, void *x)
 {
     if (tool == TOOL_NONE)
-        return get_freepointer(s, x);
+        return get_freepointer_raw(s, x);
     tool_open(obj_bytes(x) + s->offset, sizeof(void *));
-    void *fp = get_freepointer(s, x);
+    void *fp = get_freepointer_raw(s, x);
     tool_close(obj_bytes(x) + s->offset, sizeof(void *));
     return fp;
 }
@@ -615,7 +615,7 @@ static void print_object(struct kmem_cache *s, struct slab *slab, void *x)
     out("Slab %p objects=%u used=%u fp=%p", (void *)base, (unsigned)s->objects,
         (unsigned)slab->counters.inuse, slab_freelist(slab));
     if (kslab_be->debug->freeptr)
-        out("Object %p @offset=%lu fp=%p", x, (unsigned long)(p - base), get_freepointer(s, x));
+        out("Object %p @offset=%lu fp=%p", x, (unsigned long)(p - base), get_freepointer_raw(s, x));
     else
         out("Object %p @offset=%lu", x, (unsigned long)(p - base));
     out("%s", "");
@@ -878,7 +878,7 @@ static void *slub_take(struct kmem_cache *s, struct slab *slab)
         return NULL;
     }
     open_slot(s, x);            /* for its free pointer (and the checks after) */
-    void *next = get_freepointer(s, x);
+    void *next = get_freepointer_raw(s, x);
     if (next && !valid_pointer(s, slab, next)) {
         object_err(s, slab, x, "Freepointer corrupt");
         out("FIX %s: Freelist cut at %p", s->name, x);
@@ -956,7 +956,7 @@ static void trace(struct kmem_cache *s, struct slab *slab, void *x, const char *
         return;
     if (kslab_be->debug->freeptr)
         out("TRACE %s %s %p inuse=%u fp=%p", s->name, what, x, (unsigned)slab->counters.inuse,
-            get_freepointer(s, x));
+            get_freepointer_raw(s, x));
     else
         out("TRACE %s %s %p inuse=%u", s->name, what, x, (unsigned)slab->counters.inuse);
 }
