@@ -35,9 +35,20 @@ EXPORT void *malloc(size_t n)
     return kslab_malloc_plain(n);
 }
 
+/* kfree's rule that pointers up to ZERO_SIZE_PTR are no-ops is the
+ * kernel's; malloc never returns one, so free((void *)1) .. 16 is a bad
+ * free here, reported as any pointer kslab never gave out (glibc: "free():
+ * invalid pointer").  One compare on every free, before kfree's own. */
+static inline __attribute__((always_inline)) void free_checked(void *p, const char *fn)
+{
+    if (unlikely((uintptr_t)p - 1 < (uintptr_t)ZERO_SIZE_PTR))
+        kslab_bad_free(fn, NULL, p);
+    kfree(p);
+}
+
 EXPORT void free(void *p)
 {
-    kfree(p);
+    free_checked(p, "free");
 }
 
 EXPORT void *calloc(size_t n, size_t m)
@@ -54,6 +65,8 @@ EXPORT void *realloc(void *p, size_t n)
 {
     if (!p)
         return malloc(n);
+    if (unlikely((uintptr_t)p - 1 < (uintptr_t)ZERO_SIZE_PTR))
+        kslab_bad_free("realloc", NULL, p);     /* as free_checked: never given out */
     if (n == 0) {                       /* glibc: frees and returns NULL */
         kfree(p);
         return NULL;
@@ -151,12 +164,12 @@ EXPORT size_t malloc_usable_size(void *p)
 
 EXPORT void free_sized(void *p, size_t n)
 {
-    kfree(p);
+    free_checked(p, "free_sized");
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t n)
 {
-    kfree(p);
+    free_checked(p, "free_aligned_sized");
 }
 
 /* ---- C++ operator new / delete (Itanium ABI names) ------------------------ */
@@ -202,15 +215,15 @@ EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a); }
 EXPORT void *_ZnamSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a); }
 EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { return cxx_new_nothrow(n, a); }
 EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { return cxx_new_nothrow(n, a); }
-EXPORT void _ZdlPv(void *p) { kfree(p); }
-EXPORT void _ZdaPv(void *p) { kfree(p); }
-EXPORT void _ZdlPvm(void *p, size_t n) { kfree(p); }
-EXPORT void _ZdaPvm(void *p, size_t n) { kfree(p); }
-EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { kfree(p); }
-EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { kfree(p); }
-EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { kfree(p); }
-EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { kfree(p); }
-EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { kfree(p); }
-EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { kfree(p); }
-EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { kfree(p); }
-EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { kfree(p); }
+EXPORT void _ZdlPv(void *p) { free_checked(p, "operator delete"); }
+EXPORT void _ZdaPv(void *p) { free_checked(p, "operator delete"); }
+EXPORT void _ZdlPvm(void *p, size_t n) { free_checked(p, "operator delete"); }
+EXPORT void _ZdaPvm(void *p, size_t n) { free_checked(p, "operator delete"); }
+EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { free_checked(p, "operator delete"); }
+EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { free_checked(p, "operator delete"); }
+EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { free_checked(p, "operator delete"); }
+EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { free_checked(p, "operator delete"); }
+EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { free_checked(p, "operator delete"); }
+EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { free_checked(p, "operator delete"); }
+EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { free_checked(p, "operator delete"); }
+EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { free_checked(p, "operator delete"); }

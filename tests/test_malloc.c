@@ -371,6 +371,11 @@ static void realloc_interior(void *a)
 
 static void bad_free(void *a) { int x = 0; void *volatile px = &x; free(px); }
 static void double_free(void *a) { void *k = vmalloc_(48), *p = vmalloc_(48); (void)k; free(p); free(p); }
+/* kfree's "up to ZERO_SIZE_PTR is a no-op" is the kernel API's; malloc
+ * never returns those, so free and realloc report them (issue 12) */
+static void free_small(void *a) { void *volatile p = (void *)1; free(p); }
+static void free_sixteen(void *a) { void *volatile p = (void *)16; free(p); }
+static void realloc_small(void *a) { void *volatile p = (void *)8; (void)!realloc(p, 100); }
 
 /* Run with KSLAB_DEBUG=ZU,malloc-48,malloc-1536 (CTest's
  * test_malloc_debug.*): malloc's own classes get slub_debug through the
@@ -453,5 +458,9 @@ int main(int argc, char **argv)
     test_threads_fork_dlopen();
     CHECK_DEATH(bad_free, NULL, "kfree((any)): pointer", "was not allocated by kslab");
     CHECK_DEATH(double_free, NULL, "double free of object");
+    CHECK_DEATH(free_small, NULL, "free((any)): pointer 0x1 was not allocated by kslab");
+    CHECK_DEATH(free_sixteen, NULL, "free((any)): pointer 0x10 was not allocated by kslab");
+    CHECK_DEATH(realloc_small, NULL, "realloc((any)): pointer 0x8 was not allocated by kslab");
+    free(NULL);                         /* still nothing */
     return check_done();
 }
