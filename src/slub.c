@@ -343,10 +343,63 @@ static bool may_discard(struct kmem_cache *s)
 
 /* ---- slabs ---------------------------------------------------------------- */
 
+/* A new slab's objects linked into its freelist; returns the head.
+ * Randomized (CONFIG_SLAB_FREELIST_RANDOM; off with KSLAB_HARDENED=0, and
+ * in debugged caches, whose reports read better in address order): the
+ * objects in the order of a random affine permutation of their indexes,
+ * k -> (a * k + b) mod n, a and b drawn per slab, a coprime to n and
+ * never 1 or n - 1 (the address order, up or down).  An overflow's victim
+ * (the next object in memory) is then not the next object handed out,
+ * and where it comes is different in every slab.  The kernel shuffles a
+ * per-cache random sequence and starts each slab at a random point; this
+ * needs no table (a cache's slabs can hold up to 65535 objects) and costs
+ * one add and one compare per object, once per slab. */
+static void *link_objects(struct kmem_cache *s, char *base, char *last)
+{
+    uint32_t n = s->objects;
+    if (!s->fp_swab || n < 5 || kslab_debugged(s)) {
+        for (char *p = base; p < last; p += s->size)
+            set_freepointer(s, p, p + s->size);
+        set_freepointer(s, last, NULL);
+        return base;
+    }
+    uint64_t r = kslab_random64();
+    uint32_t a = 2 + (uint32_t)((r & 0xffffffff) % (n - 3));   /* 2 .. n-2 */
+    uint32_t b = a, tries = n;
+    for (;;) {                      /* the next coprime of n in 2 .. n-2 */
+        uint32_t x = n, y = b;
+        while (y) {
+            uint32_t t = x % y;
+            x = y;
+            y = t;
+        }
+        if (x == 1)
+            break;
+        b = b + 1 > n - 2 ? 2 : b + 1;
+        if (!--tries) {             /* n = 6: only 1 and 5 are coprime */
+            b = 1;
+            break;
+        }
+    }
+    a = b;
+    uint32_t k = (uint32_t)((r >> 32) % n);
+    char *head = base + (size_t)k * s->size, *prev = head;
+    for (uint32_t i = 1; i < n; i++) {
+        k += a;
+        if (k >= n)
+            k -= n;
+        char *p = base + (size_t)k * s->size;
+        set_freepointer(s, prev, p);
+        prev = p;
+    }
+    set_freepointer(s, prev, NULL);
+    return head;
+}
+
 /* A new slab from the page layer, initialised in one of three states and
  * then published:
- *   NEW_SLAB_CPU   objects linked from the slab's start, frozen: the caller
- *                  makes it its cpu slab (the freelist is slab_address());
+ *   NEW_SLAB_CPU   objects linked (link_objects), frozen: the caller makes
+ *                  it its cpu slab and takes the list from slab->freelist;
  *   NEW_SLAB_FULL  no freelist, full and unfrozen (on no list): alloc_bulk
  *                  hands every object out at once;
  *   NEW_SLAB_FREE  objects linked on the slab's own freelist, inuse 0,
@@ -363,11 +416,9 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
     if (s->ctor)
         for (char *p = base; p <= last; p += s->size)
             s->ctor(p);
-    if (mode != NEW_SLAB_FULL) {
-        for (char *p = base; p < last; p += s->size)
-            set_freepointer(s, p, p + s->size);
-        set_freepointer(s, last, NULL);
-    }
+    void *head = base;
+    if (mode != NEW_SLAB_FULL)
+        head = link_objects(s, base, last);
     if (kslab_debugged(s))
         slub_debug_slab_ready(s, slab);   /* every object free, for ASan or valgrind */
     union slab_counters c = { .word = 0 };
@@ -376,7 +427,8 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
     c.frozen = mode == NEW_SLAB_CPU;
     c.order = (uint8_t)s->order;
     slab->next = slab->prev = NULL;
-    slab_set_freelist(slab, mode == NEW_SLAB_FREE ? base : NULL);
+    /* NEW_SLAB_CPU: the caller takes the list from here and clears it */
+    slab_set_freelist(slab, mode == NEW_SLAB_FULL ? NULL : head);
     __atomic_store_n(&slab->counters.word, c.word, __ATOMIC_RELAXED);
     pages_publish(slab);
     atomic_fetch_add_explicit(&s->nr_slabs, 1, memory_order_relaxed);
@@ -580,8 +632,9 @@ static void *___slub_alloc(struct kmem_cache *s, struct kmem_cache_cpu *c,
         if (!slab)
             return NULL;
         stat_add(s, cc, ALLOC_SLAB, 1);
-        freelist = slab_address(slab);        /* the first object is at the slab's start */
-        c->slab_base = (uintptr_t)freelist;
+        c->slab_base = (uintptr_t)slab_address(slab);
+        freelist = slab_freelist(slab);       /* linked by slub_new_slab, ours: frozen */
+        slab_set_freelist(slab, NULL);
     }
     c->freelist = get_freepointer(s, freelist);
     return freelist;

@@ -19,15 +19,38 @@ static bool pointer_freelists(void)
     return strcmp(be, "slub") == 0 || strcmp(be, "slob-seg") == 0;
 }
 
-/* a's neighbour, the next free object of a fresh slab, is overwritten with
+/* An object of c (64-byte objects, one-page slabs) whose neighbour in
+ * memory, x + 64, is on the same page and free: the freelist order is
+ * random, so a few are allocated and one that fits is taken. */
+static char *with_free_neighbour(struct kmem_cache *c)
+{
+    enum { N = 8 };
+    char *got[N];
+    for (int n = 0; n < N; n++) {
+        got[n] = kmem_cache_alloc(c, GFP_KERNEL);
+        for (int i = 0; i <= n; i++) {
+            char *x = got[i];
+            bool free_next = ((uintptr_t)x + 64) % 4096 != 0;
+            for (int j = 0; j <= n && free_next; j++)
+                free_next = got[j] != x + 64;
+            if (free_next) {
+                __asm__("" : "+r"(x));  /* past x's end on purpose: the writes must stay */
+                return x;
+            }
+        }
+    }
+    fprintf(stderr, "no object with a free neighbour\n");
+    exit(4);
+}
+
+/* a's neighbour, a free object of the slab, is overwritten with
  * the attacker's address in every word (whatever the free pointer's
  * offset); then allocations: the one that reads the forged pointer must
  * stop the program, and none may return the target. */
 static void overflow_attack(void *arg)
 {
     struct kmem_cache *c = kmem_cache_create("harden64", 64, 0, SLAB_NO_MERGE, NULL);
-    char *a = kmem_cache_alloc(c, GFP_KERNEL);
-    __asm__("" : "+r"(a));      /* past a's end on purpose: the compiler must not drop the writes */
+    char *a = with_free_neighbour(c);
     void **b = (void **)(a + 64);
     for (int i = 0; i < 8; i++)
         b[i] = target;
@@ -47,8 +70,7 @@ static void overflow_attack(void *arg)
 static void overlap_attack(void *arg)
 {
     struct kmem_cache *c = kmem_cache_create("harden_overlap", 64, 0, SLAB_NO_MERGE, NULL);
-    char *a = kmem_cache_alloc(c, GFP_KERNEL);
-    __asm__("" : "+r"(a));
+    char *a = with_free_neighbour(c);
     void **b = (void **)(a + 64);
     for (int i = 0; i < 8; i++)
         b[i] = a;
@@ -105,10 +127,33 @@ static void loop_destroy(void *arg)
     exit(0);
 }
 
+/* Freelist randomization: a fresh cache's first 32 objects are not handed
+ * out in address order (up or down, as the per-CPU sheaves reverse it);
+ * in order, 31 of the 31 steps would be one object apart. */
+static void test_random_order(void)
+{
+    struct kmem_cache *c = kmem_cache_create("harden_order", 64, 0, SLAB_NO_MERGE, NULL);
+    enum { N = 32 };
+    char *p[N];
+    int adjacent = 0;
+    for (int i = 0; i < N; i++) {
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        if (i && (p[i] - p[i - 1] == 64 || p[i - 1] - p[i] == 64))
+            adjacent++;
+    }
+    if (adjacent >= 8)
+        fprintf(stderr, "%d of %d steps one object apart: not randomized\n", adjacent, N - 1);
+    CHECK(adjacent < 8);
+    for (int i = 0; i < N; i++)
+        kmem_cache_free(c, p[i]);
+    kmem_cache_destroy(c);
+}
+
 int main(void)
 {
     if (!pointer_freelists())
         return check_done();
+    test_random_order();
     CHECK_DEATH(overflow_attack, NULL, "freelist corrupted in cache harden64");
     CHECK_DEATH(overlap_attack, NULL, "freelist corrupted in cache harden_overlap");
     CHECK_DEATH(uaf_attack, NULL, "freelist corrupted in cache harden_uaf");
