@@ -39,9 +39,13 @@ EXPORT void *malloc(size_t n)
  * kernel's; malloc never returns one, so free((void *)1) .. 16 is a bad
  * free here, reported as any pointer kslab never gave out (glibc: "free():
  * invalid pointer").  One compare on every free, before kfree's own. */
+static inline bool never_given(const void *p)
+{
+    return unlikely((uintptr_t)p - 1 < (uintptr_t)ZERO_SIZE_PTR);
+}
 static inline __attribute__((always_inline)) void free_checked(void *p, const char *fn)
 {
-    if (unlikely((uintptr_t)p - 1 < (uintptr_t)ZERO_SIZE_PTR))
+    if (never_given(p))
         kslab_bad_free(fn, NULL, p);
     kfree(p);
 }
@@ -65,8 +69,8 @@ EXPORT void *realloc(void *p, size_t n)
 {
     if (!p)
         return malloc(n);
-    if (unlikely((uintptr_t)p - 1 < (uintptr_t)ZERO_SIZE_PTR))
-        kslab_bad_free("realloc", NULL, p);     /* as free_checked: never given out */
+    if (never_given(p))
+        kslab_bad_free("realloc", NULL, p);
     if (n == 0) {                       /* glibc: frees and returns NULL */
         kfree(p);
         return NULL;
