@@ -99,25 +99,22 @@ static inline bool cmpxchg_double_slab(struct slab *slab, void *old_fl, uint64_t
                                        void *new_fl, uint64_t new_c)
 {
 #if defined(__x86_64__) && !defined(KSLAB_TSAN)
+/* PREFIX: "lock " or nothing. */
+#define CMPXCHG16B(prefix)                                                   \
+    __asm__ __volatile__(prefix "cmpxchg16b %1"                              \
+                         : "=@ccz"(ok), "+m"(*slab_pair(slab)),              \
+                           "+a"(old_fl), "+d"(old_c)                         \
+                         : "b"(new_fl), "c"(new_c)                           \
+                         : "memory")
     bool ok;
-    if (prim_single_threaded()) {
-        /* No other thread (prim.h): the same instruction without the lock
-         * prefix, still one instruction (a signal cannot split it), and it
-         * does not wait for the store buffer to drain: a drain's store of
-         * the free pointer into a cold object overlaps the next one
-         * (a mass free in random order: -25 % time). */
-        __asm__ __volatile__("cmpxchg16b %1"
-                             : "=@ccz"(ok), "+m"(*slab_pair(slab)),
-                               "+a"(old_fl), "+d"(old_c)
-                             : "b"(new_fl), "c"(new_c)
-                             : "memory");
-        return ok;
-    }
-    __asm__ __volatile__("lock cmpxchg16b %1"
-                         : "=@ccz"(ok), "+m"(*slab_pair(slab)),
-                           "+a"(old_fl), "+d"(old_c)
-                         : "b"(new_fl), "c"(new_c)
-                         : "memory");
+    /* No other thread (prim.h): the same instruction without the lock
+     * prefix, still one instruction (a signal cannot split it), and it does
+     * not wait for the store buffer to drain. */
+    if (prim_single_threaded())
+        CMPXCHG16B("");
+    else
+        CMPXCHG16B("lock ");
+#undef CMPXCHG16B
     return ok;
 #else
     unsigned __int128 o = ((unsigned __int128)old_c << 64) | (uintptr_t)old_fl;
@@ -175,14 +172,6 @@ unsigned slub_calculate_order(unsigned size)
     return get_order(size);  /* one object per slab, beyond SLUB_MAX_ORDER if need be */
 }
 
-/*
- * malloc's classes above 8 KiB (the kernel has no slab caches there): the
- * smallest order that holds at least four objects with at most 1/16 of the
- * slab left over, so the class's own rounding (under a ninth) is not
- * doubled by slab waste, up to the largest slab.  malloc-9216 gets order 4
- * with 7 objects (the kernel's rule would give order 3 with 3, 16 % lost);
- * malloc-131072 order 7 with 4.
- */
 /* The smallest order, from the first that holds four objects, whose slab
  * leaves at most 1/fraction of itself over; max if none below it does. */
 static unsigned least_waste_order(unsigned size, unsigned fraction, unsigned max)
@@ -194,6 +183,14 @@ static unsigned least_waste_order(unsigned size, unsigned fraction, unsigned max
     return order;
 }
 
+/*
+ * malloc's classes above 8 KiB (the kernel has no slab caches there): the
+ * smallest order that holds at least four objects with at most 1/16 of the
+ * slab left over, so the class's own rounding (under a ninth) is not
+ * doubled by slab waste, up to the largest slab.  malloc-9216 gets order 4
+ * with 7 objects (the kernel's rule would give order 3 with 3, 16 % lost);
+ * malloc-131072 order 7 with 4.
+ */
 static unsigned slub_malloc_order(unsigned size)
 {
     return least_waste_order(size, 16, MAX_SLAB_ORDER);
