@@ -351,35 +351,32 @@ static bool may_discard(struct kmem_cache *s)
  * per-cache random sequence and starts each slab at a random point; this
  * needs no table (a cache's slabs can hold up to 65535 objects) and costs
  * one add and one compare per object, once per slab. */
-static void *link_objects(struct kmem_cache *s, char *base, char *last)
+static uint32_t gcd32(uint32_t x, uint32_t y)
 {
-    uint32_t n = s->objects;
-    if (!s->fp_swab || n < 5 || kslab_debugged(s)) {
-        for (char *p = base; p < last; p += s->size)
-            set_freepointer(s, p, p + s->size);
-        set_freepointer(s, last, NULL);
-        return base;
+    while (y) {
+        uint32_t t = x % y;
+        x = y;
+        y = t;
     }
-    uint64_t r = kslab_random64();
-    uint32_t a = 2 + (uint32_t)((r & 0xffffffff) % (n - 3));   /* 2 .. n-2 */
-    uint32_t b = a, tries = n;
-    for (;;) {                      /* the next coprime of n in 2 .. n-2 */
-        uint32_t x = n, y = b;
-        while (y) {
-            uint32_t t = x % y;
-            x = y;
-            y = t;
-        }
-        if (x == 1)
-            break;
-        b = b + 1 > n - 2 ? 2 : b + 1;
-        if (!--tries) {             /* n = 6: only 1 and 5 are coprime */
-            b = 1;
-            break;
+    return x;
+}
+
+static void *link_objects(struct kmem_cache *s, char *base)
+{
+    uint32_t n = s->objects, a = 1, k = 0;      /* address order */
+    if (s->fp_swab && n >= 5 && !kslab_debugged(s)) {
+        uint64_t r = kslab_random64();
+        /* from a random point of 2 .. n-2, the first coprime of n (none
+         * for n = 6, whose coprimes are 1 and 5: address order stays) */
+        for (uint32_t t = 0, c = 2 + (uint32_t)(r % (n - 3)); t < n - 3; t++) {
+            if (gcd32(n, c) == 1) {
+                a = c;
+                k = (uint32_t)((r >> 32) % n);
+                break;
+            }
+            c = c + 1 > n - 2 ? 2 : c + 1;
         }
     }
-    a = b;
-    uint32_t k = (uint32_t)((r >> 32) % n);
     char *head = base + (size_t)k * s->size, *prev = head;
     for (uint32_t i = 1; i < n; i++) {
         k += a;
@@ -415,7 +412,7 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
             s->ctor(p);
     void *head = base;
     if (mode != NEW_SLAB_FULL)
-        head = link_objects(s, base, last);
+        head = link_objects(s, base);
     if (kslab_debugged(s))
         slub_debug_slab_ready(s, slab);   /* every object free, for ASan or valgrind */
     union slab_counters c = { .word = 0 };
