@@ -302,7 +302,7 @@ static cold_fn void malloc_split_create(struct kmem_cache *class, struct malloc_
 /* A refill of malloc class s, asked for n bytes, votes. */
 static void malloc_split_vote(struct kmem_cache *s, size_t n)
 {
-    size_t i = (size_t)(s - &kslab_boot_caches[MALLOC_BOOT]);
+    size_t i = kslab_malloc_class_of(s);
     if (i >= MALLOC_CLASSES || n <= 1024)
         return;                         /* not a class (an exact cache), or the table's */
     struct malloc_split *sp = &malloc_splits[i];

@@ -467,6 +467,13 @@ unsigned kslab_malloc_class_size(unsigned i);
  * classes from MALLOC_BOOT (slab_common.c). */
 enum { MALLOC_BOOT = KMALLOC_CLASSES + 1, BOOT_CACHES = MALLOC_BOOT + MALLOC_CLASSES };
 extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
+/* s's index among malloc's classes, or MALLOC_CLASSES if it is none (an
+ * exact cache, a kmalloc cache, any other). */
+static inline size_t kslab_malloc_class_of(const struct kmem_cache *s)
+{
+    uintptr_t d = (uintptr_t)s - (uintptr_t)&kslab_boot_caches[MALLOC_BOOT];
+    return d < sizeof *s * MALLOC_CLASSES ? d / sizeof *s : MALLOC_CLASSES;
+}
 /* malloc's kmalloc (the malloc classes, then page classes). */
 /* Internal cache flag: malloc's exact cache for a hot size (kmalloc.c),
  * whose slabs are sized for the least waste (slub_exact_order). */

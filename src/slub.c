@@ -246,8 +246,7 @@ int slub_cache_init(struct kmem_cache *s)
     while ((1u << (lg + 1)) <= s->size)
         lg++;
     slub_c(s)->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
-    bool malloc_class = (s->flags & SLAB_KSLAB_EXACT) ||
-                        (s >= &kslab_boot_caches[MALLOC_BOOT] && s < &kslab_boot_caches[BOOT_CACHES]);
+    bool malloc_class = (s->flags & SLAB_KSLAB_EXACT) || kslab_malloc_class_of(s) < MALLOC_CLASSES;
     if (malloc_class && s->size > 1024)
         slub_c(s)->min_partial = 0;
     /* cpu partial limit as set_cpu_partial(), converted from objects to slabs. */
