@@ -755,9 +755,10 @@ again:;
 
 /* Free the `cnt` objects head..tail (linked through their free pointers), all
  * in `slab`, as __slab_free() does.  cc is the calling thread's cold entry,
- * NULL if the thread has no state (then no slab is frozen onto it). */
-static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
-                           struct slab *slab, void *head, void *tail, unsigned cnt)
+ * NULL if the thread has no state (then no slab is frozen onto it).
+ * slab_free_list below tries the common case inline first. */
+static noinline void slab_free_list_slow(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                                         struct slab *slab, void *head, void *tail, unsigned cnt)
 {
     bool locked = false;
     void *prior;
@@ -815,21 +816,23 @@ static void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
         kslab_discard_slab(s, cc, discard);
 }
 
-/* slab_free_list's common case inline, for the drain: a slab that stays on
- * its list (not frozen, not full before, not empty after) takes the run
- * with one swap and nothing else (the call's register saves were a third
- * of its cost).  false: anything else, or a lost race; slab_free_list then
- * does it all again, checks included. */
-static inline bool slab_free_run_quick(struct kmem_cache *s, struct slab *slab, void *head,
-                                       void *tail, unsigned cnt)
+/* The common case inline: a slab that stays on its list (not frozen, not
+ * full before, not empty after) takes the run with one swap and nothing
+ * else (in the per-CPU drain, where runs are of one object, the call's
+ * register saves were a third of the cost).  Anything else, or a lost
+ * race: slab_free_list_slow does it all again, checks included. */
+static inline void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
+                                  struct slab *slab, void *head, void *tail, unsigned cnt)
 {
     void *prior = slab_freelist(slab);
     union slab_counters old = slab_counters(slab), new = old;
-    if (!prior || prior == head || old.frozen || old.inuse <= cnt)
-        return false;
-    set_freepointer(s, tail, prior);
-    new.inuse = old.inuse - cnt;
-    return cmpxchg_double_slab(slab, prior, old.word, head, new.word);
+    if (prior && prior != head && !old.frozen && old.inuse > cnt) {
+        set_freepointer(s, tail, prior);
+        new.inuse = old.inuse - cnt;
+        if (cmpxchg_double_slab(slab, prior, old.word, head, new.word))
+            return;
+    }
+    slab_free_list_slow(s, cc, slab, head, tail, cnt);
 }
 
 /* Objects of a per-CPU sheaf or a barn sheaf back to their slabs.  Every
@@ -854,9 +857,7 @@ static void slub_drain_validated(struct kmem_cache *s, void **p, unsigned n)
             set_freepointer(s, p[n - 1], head);
             head = p[n - 1];
         }
-        struct slab *slab = addr_desc(base);
-        if (!slab_free_run_quick(s, slab, head, tail, cnt))
-            slab_free_list(s, NULL, slab, head, tail, cnt);
+        slab_free_list(s, NULL, addr_desc(base), head, tail, cnt);
     }
 }
 
