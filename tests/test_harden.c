@@ -43,49 +43,39 @@ static char *with_free_neighbour(struct kmem_cache *c)
     exit(4);
 }
 
-/* a's neighbour, a free object of the slab, is overwritten with
- * the attacker's address in every word (whatever the free pointer's
- * offset); then allocations: the one that reads the forged pointer must
- * stop the program, and none may return the target. */
-static void overflow_attack(void *arg)
+/* n allocations from c: the one that reads a forged pointer must stop the
+ * program, and none may return `forged`. */
+static _Noreturn void allocate_past(struct kmem_cache *c, const void *forged, int n)
 {
-    struct kmem_cache *c = kmem_cache_create("harden64", 64, 0, SLAB_NO_MERGE, NULL);
-    char *a = with_free_neighbour(c);
-    void **b = (void **)(a + 64);
-    for (int i = 0; i < 8; i++)
-        b[i] = target;
-    for (int i = 0; i < 200; i++) {
-        void *p = kmem_cache_alloc(c, GFP_KERNEL);
-        if (p == (void *)target) {
-            fprintf(stderr, "allocation %d returned the attacker's address\n", i);
+    for (int i = 0; i < n; i++) {
+        if (kmem_cache_alloc(c, GFP_KERNEL) == forged) {
+            fprintf(stderr, "allocation %d returned the forged address %p\n", i, forged);
             exit(3);
         }
     }
     exit(0);    /* not reached when the forged pointer is caught */
 }
 
-/* The forged pointer names a live object of the same slab (a itself):
- * without the encoding it would pass any range check, and two callers
- * would own a.  Encoded, it decodes to garbage. */
-static void overlap_attack(void *arg)
+/* a's neighbour, a free object of the slab, is overwritten in every word
+ * (whatever the free pointer's offset) with the attacker's address, or
+ * with a itself (self): a live object of the same slab, which without the
+ * encoding would pass any range check, and two callers would own a;
+ * encoded, it decodes to garbage. */
+static void neighbour_attack(const char *name, bool self)
 {
-    struct kmem_cache *c = kmem_cache_create("harden_overlap", 64, 0, SLAB_NO_MERGE, NULL);
+    struct kmem_cache *c = kmem_cache_create(name, 64, 0, SLAB_NO_MERGE, NULL);
     char *a = with_free_neighbour(c);
+    void *forged = self ? (void *)a : (void *)target;
     void **b = (void **)(a + 64);
     for (int i = 0; i < 8; i++)
-        b[i] = a;
-    for (int i = 0; i < 200; i++) {
-        void *p = kmem_cache_alloc(c, GFP_KERNEL);
-        if (p == (void *)a) {
-            fprintf(stderr, "allocation %d returned a live object again\n", i);
-            exit(3);
-        }
-    }
-    exit(0);
+        b[i] = forged;
+    allocate_past(c, forged, 200);
 }
+static void overflow_attack(void *arg) { neighbour_attack("harden64", false); }
+static void overlap_attack(void *arg) { neighbour_attack("harden_overlap", true); }
 
-/* The same through a freed object: written after its free, then the cache
- * allocates until the forged pointer is read. */
+/* The same through freed objects: written after their free, then the
+ * cache allocates until a forged pointer is read. */
 static void uaf_attack(void *arg)
 {
     struct kmem_cache *c = kmem_cache_create("harden_uaf", 64, 0, SLAB_NO_MERGE, NULL);
@@ -102,14 +92,7 @@ static void uaf_attack(void *arg)
         for (int k = 0; k < 8; k++)
             q[k] = target;
     }
-    for (int i = 0; i < N; i++) {
-        void *q = kmem_cache_alloc(c, GFP_KERNEL);
-        if (q == (void *)target) {
-            fprintf(stderr, "allocation %d returned the attacker's address\n", i);
-            exit(3);
-        }
-    }
-    exit(0);
+    allocate_past(c, target, N);
 }
 
 /* kmem_cache_free_bulk(c, 3, {a, b, a}): in the per-thread mode the
