@@ -97,9 +97,8 @@ static inline void *slub_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_s
     if (unlikely(!object))
         return kslab_alloc_slow(s, gfp, kmalloc_size);
     /* A bad free pointer goes to the slow path, which pops the same object
-     * with the checking get_freepointer and reports: a tail call here, where
-     * the report's call made this path save two registers (+18
-     * instructions under callgrind). */
+     * with the checking get_freepointer and reports: a tail call, not the
+     * report's call inline (2 instructions less under callgrind). */
     void *fp = get_freepointer_raw(s, object);
     if (unlikely(!freepointer_ok(s, object, fp)))
         return kslab_alloc_slow(s, gfp, kmalloc_size);
