@@ -284,6 +284,18 @@ void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
             n = kslab_be->cpu_refill(s, buf, (cap + 1) / 2, cap);
         if (!n)
             return NULL;
+        /* The sheaf is a stack: pushed in reverse, it gives the objects
+         * out in the order the refill took them (a new slab's: address
+         * order, or the randomized order within each page).  Pushed as
+         * taken, each refill's run came out backwards, and a program that
+         * walks its objects in allocation order (python3's collector)
+         * chased pointers 6x slower (80-byte nodes, 200 000 of them:
+         * 27.7 -> 4.x ns a node). */
+        for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
+            void *t = buf[i];
+            buf[i] = buf[j];
+            buf[j] = t;
+        }
         x = buf[--n];
         if (n) {
             struct pcpu_sheaf *e;
