@@ -10,6 +10,7 @@
 #include "slub_debug.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* ---- options: one table, read once, no allocation ------------------------- */
 
@@ -46,6 +47,11 @@ static void read_options(void)
 {
     const char *h = prim_getenv("KSLAB_HARDENED");
     kslab_hardened = !(h && strcmp(h, "0") == 0);
+    const char *w = prim_getenv("KSLAB_RANDOM_WINDOW");
+    if (w && *w) {
+        unsigned long v = strtoul(w, NULL, 10);
+        kslab_random_window = v > 64 ? 64 : (unsigned)v;
+    }
     atomic_store_explicit(&random_state, prim_random_seed(), memory_order_relaxed);
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
     kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");

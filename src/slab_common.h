@@ -356,6 +356,8 @@ _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
     __attribute__((cold));
 /* Freelist hardening on (default), or KSLAB_HARDENED=0 (slab_common.c). */
 extern bool kslab_hardened;
+/* Objects per shuffled window of a new slab (KSLAB_RANDOM_WINDOW; slub.c). */
+extern unsigned kslab_random_window;
 uint64_t kslab_random64(void);
 
 /* The cache x's page descriptor names (x in an arena, on a page of a live

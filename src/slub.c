@@ -340,50 +340,55 @@ static bool may_discard(struct kmem_cache *s)
 /* ---- slabs ---------------------------------------------------------------- */
 
 /* A new slab's objects linked into its freelist; returns the head.
- * Randomized (CONFIG_SLAB_FREELIST_RANDOM; off with KSLAB_HARDENED=0, and
- * in debugged caches, whose reports read better in address order): the
- * objects in the order of a random affine permutation of their indexes,
- * k -> (a * k + b) mod n, a and b drawn per slab, a coprime to n and
- * never 1 or n - 1 (the address order, up or down).  An overflow's victim
- * (the next object in memory) is then not the next object handed out,
- * and where it comes is different in every slab.  The kernel shuffles a
- * per-cache random sequence and starts each slab at a random point; this
- * needs no table (a cache's slabs can hold up to 65535 objects) and costs
- * one add and one compare per object, once per slab. */
-static uint32_t gcd32(uint32_t x, uint32_t y)
-{
-    while (y) {
-        uint32_t t = x % y;
-        x = y;
-        y = t;
-    }
-    return x;
-}
+ * Randomized (CONFIG_SLAB_FREELIST_RANDOM; off with KSLAB_HARDENED=0 or
+ * KSLAB_RANDOM_WINDOW=0, and in debugged caches, whose reports read better
+ * in address order) one window at a time: the windows of
+ * kslab_random_window (8) consecutive objects are handed out in address
+ * order, the objects of each in a uniformly random order (Fisher-Yates,
+ * 8 random bits a swap).  The next object handed out after x is x's
+ * neighbour in memory (an overflow's victim) one time in 8, not always, and
+ * where each object comes differs in every window of every slab.
+ * Why windows and not the whole slab, as the kernel shuffles: objects
+ * allocated together are used together, and programs walk them in
+ * allocation order (python3's cyclic collector does, over every container
+ * object).  A walk of 200 000 80-byte nodes in allocation order took 5.7
+ * ns a node in address order, 5.9 with windows of 8, 31 with each page
+ * shuffled; python3's alloc_heavy.py took 1.19 s, 1.23 s and 1.61 s
+ * (medians of 13).  Windows of up to RANDOM_WINDOW_MAX objects. */
+#define RANDOM_WINDOW_MAX 64
+unsigned kslab_random_window = 8;
 
 static void *link_objects(struct kmem_cache *s, char *base)
 {
-    uint32_t n = s->objects, a = 1, k = 0;      /* address order */
-    if (s->fp_swab && n >= 5 && !kslab_debugged(s)) {
-        uint64_t r = kslab_random64();
-        /* from a random point of 2 .. n-2, the first coprime of n (none
-         * for n = 6, whose coprimes are 1 and 5: address order stays) */
-        for (uint32_t t = 0, c = 2 + (uint32_t)(r % (n - 3)); t < n - 3; t++) {
-            if (gcd32(n, c) == 1) {
-                a = c;
-                k = (uint32_t)((r >> 32) % n);
-                break;
+    uint32_t n = s->objects, w = kslab_random_window;
+    if (!s->fp_swab || kslab_debugged(s) || w < 2)
+        w = 1;
+    char *head = NULL, *prev = NULL;
+    for (uint32_t w0 = 0; w0 < n; w0 += w) {
+        uint32_t m = n - w0 < w ? n - w0 : w;
+        uint8_t idx[RANDOM_WINDOW_MAX];
+        uint64_t r = 0;
+        for (uint32_t i = 0; i < m; i++)
+            idx[i] = (uint8_t)i;
+        for (uint32_t i = m - 1, used = 8; i > 0; i--, used++) {
+            if (used == 8) {
+                r = kslab_random64();
+                used = 0;
             }
-            c = c + 1 > n - 2 ? 2 : c + 1;
+            uint32_t j = (uint32_t)(((r & 0xff) * (i + 1)) >> 8);   /* 0 .. i */
+            uint8_t t = idx[i];
+            idx[i] = idx[j];
+            idx[j] = t;
+            r >>= 8;
         }
-    }
-    char *head = base + (size_t)k * s->size, *prev = head;
-    for (uint32_t i = 1; i < n; i++) {
-        k += a;
-        if (k >= n)
-            k -= n;
-        char *p = base + (size_t)k * s->size;
-        set_freepointer(s, prev, p);
-        prev = p;
+        for (uint32_t i = 0; i < m; i++) {
+            char *p = base + (size_t)(w0 + idx[i]) * s->size;
+            if (prev)
+                set_freepointer(s, prev, p);
+            else
+                head = p;
+            prev = p;
+        }
     }
     set_freepointer(s, prev, NULL);
     return head;
