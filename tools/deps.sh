@@ -4,7 +4,7 @@
 set -e
 need="cmake gcc g++ make pkg-config libc6-dev git sqlite3 python3 valgrind zlib1g"
 case "$1" in
-  bench) need="$need libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 valgrind gnuplot-nox redis-server redis-tools time" ;;
+  bench) need="$need libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 libclang-rt-19-dev valgrind gnuplot-nox redis-server redis-tools time" ;;
 esac
 missing=""
 for p in $need; do
