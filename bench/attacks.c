@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <unistd.h>
 
 /* The attacker's target: where a forged free pointer points. */
 static _Alignas(4096) char target[8192];
@@ -138,20 +140,27 @@ static int double_free_aba(void)
     return hand_out(4, live, 0) ? 0 : (puts("silent"), 0);
 }
 
-/* The same block freed by two threads, one after the other. */
-static void *free_it(void *a)
+/* The same block freed by two threads, one after the other, on two
+ * different CPUs where there are two (the harder case for a per-CPU front
+ * end: the two frees land in different caches). */
+static void *a_block;
+static void *free_on(void *cpu)
 {
-    m_free(a);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(intptr_t)cpu, &set);
+    sched_setaffinity(0, sizeof set, &set);     /* best effort */
+    m_free(a_block);
     return NULL;
 }
 static int double_free_threads(void)
 {
-    void *a = m_alloc(SZ);
+    a_block = m_alloc(SZ);
     pthread_t t;
-    pthread_create(&t, NULL, free_it, a);
-    pthread_join(t, NULL);
-    pthread_create(&t, NULL, free_it, a);
-    pthread_join(t, NULL);
+    for (intptr_t cpu = 0; cpu < 2; cpu++) {
+        pthread_create(&t, NULL, free_on, (void *)(cpu % sysconf(_SC_NPROCESSORS_ONLN)));
+        pthread_join(t, NULL);
+    }
     void *live[N];
     return hand_out(4, live, 0) ? 0 : (puts("silent"), 0);
 }

@@ -82,6 +82,7 @@
 #define PCPU_CAP_OFF 32
 #define PCPU_OBJS_OFF 40
 #define PCPU_TOP_OFF (PCPU_OBJS_OFF - 8)    /* objs[count - 1] is TOP(e, count, 8) */
+#define PCPU_TOP2_OFF (PCPU_OBJS_OFF - 16)  /* objs[count - 2] */
 #define PCPU_HDR PCPU_OBJS_OFF
 #define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR) / sizeof(void *))   /* 59 */
 #define PCPU_MAX_CPUS 1024          /* more possible CPUs: the per-thread mode */
@@ -163,14 +164,19 @@ void __tsan_release(void *addr);
     ".popsection\n\t"
 
 /* The pushes' common steps (operands e, w, t as PCPU_RSEQ_CS leaves them,
- * x the object): miss if the sheaf is full or draining; miss if x is its
- * top (objs[count - 1]; count 0 reads cap and pad, never an address: an
- * immediate double free); then x into objs[count] and the commit. */
+ * x the object): miss if the sheaf is full or draining; miss if x is one of
+ * its two top objects (objs[count - 1], objs[count - 2]: the immediate
+ * double free, and free a, free b, free a, the classic way past a
+ * last-freed test; below objs[0] they read cap and pad, and hint_gen, never
+ * an address); then x into objs[count] and the commit.  The second compare
+ * costs two instructions a free. */
 #define PCPU_PUSH_ROOM(miss)                                                  \
     "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"                        \
     "jae " miss "\n\t"
 #define PCPU_PUSH_NOT_TOP(miss)                                               \
     "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"                  \
+    "je " miss "\n\t"                                                         \
+    "cmpq %[x], " PCPU_STR(PCPU_TOP2_OFF) "(%[e],%[t],8)\n\t"                 \
     "je " miss "\n\t"
 #define PCPU_PUSH_COMMIT                                                      \
     "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"                 \

@@ -609,7 +609,7 @@ static void slab_free(struct kmem_cache *want, struct kmem_cache *s, void *x, co
         return;
     }
     struct kmem_cache_cpu_cold *ac = kslab_cold(t, s->id);
-    if (unlikely(ac->sheaf_count && ac->sheaf[ac->sheaf_count - 1] == x))
+    if (unlikely(sheaf_recent(ac, x)))
         kslab_double_free(s, x);
     if (unlikely(ac->sheaf_count >= slab_c(s)->limit)) {
         if (unlikely(!slab_c(s)->limit)) {     /* no array cache: a debugged cache */

@@ -203,6 +203,14 @@ struct kmem_cache_cpu_cold {
     void *sheaf[SHEAF_MAX];    /* free objects of any slab of the cache, owned by the thread */
 };
 
+/* x is one of a thread sheaf's (SLAB: array cache's) two top objects:
+ * freed last, or the one before (free a, free b, free a) -- a double free. */
+static inline bool sheaf_recent(const struct kmem_cache_cpu_cold *cc, const void *x)
+{
+    unsigned n = cc->sheaf_count;
+    return (n && cc->sheaf[n - 1] == x) || (n >= 2 && cc->sheaf[n - 2] == x);
+}
+
 #define COLD_CHUNK_SHIFT 6                          /* cold entries come 64 at a time */
 #define COLD_CHUNKS (KSLAB_MAX_CACHES >> COLD_CHUNK_SHIFT)
 struct kslab_thread {

@@ -52,7 +52,9 @@ static void seg_free(struct kmem_cache *want, struct kmem_cache *s, void *x, con
     struct slab *slab = kslab_slab_of(want, s, x, fn);
     struct slab *discard = NULL;
     kslab_lock(&s->list_lock);
-    if (slab->freelist == x || slab->counters.inuse == 0) {
+    /* x freed last in its slab, or the one before (free a, free b, free a) */
+    void *head = slab->freelist;
+    if (head == x || slab->counters.inuse == 0 || (head && get_freepointer(s, head) == x)) {
         kslab_unlock(&s->list_lock);
         kslab_double_free(s, x);
     }

@@ -1060,9 +1060,10 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
         free_stateless(s, slab, x);
         return;
     }
-    /* The immediate double free: x is the object this thread freed last,
-     * either to the sheaf or (bulk free) straight to its slab. */
-    if (unlikely(sheaf_top(cc) == x || slab_freelist(slab) == x))
+    /* The double frees a thread's recent frees show: x is one of the two
+     * objects it put in its sheaf last, or (bulk free) the one it freed
+     * straight to its slab last. */
+    if (unlikely(sheaf_recent(cc, x) || slab_freelist(slab) == x))
         kslab_double_free(s, x);
     if (unlikely(cc->sheaf_count >= s->sheaf_cap)) {
         if (barn_put(s, cc, cc->sheaf, cc->sheaf_count))

@@ -118,7 +118,8 @@ static inline bool slub_free_fast(struct kmem_cache *s, void *x)
     if (unlikely(obj_index(s, (uintptr_t)x - c->slab_base) >= s->objects))
         return false;
     void *head = c->freelist;
-    if (unlikely(head == x))
+    /* x freed last (head), or the one before it (free a, free b, free a) */
+    if (unlikely(head == x || (head && get_freepointer_raw(s, head) == x)))
         kslab_double_free(s, x);
     set_freepointer(s, x, head);
     c->freelist = x;
@@ -175,7 +176,7 @@ static inline bool slub_sheaf_push(struct kmem_cache *s, void *x)
     if (!s->sheaf_cap || !thread_is_real(t) || !(cc = kslab_cold_peek(t, s->id)))
         return false;
     if (unlikely(cc->sheaf_count >= s->sheaf_cap || !(slab = kslab_slab_find(s, x)) ||
-                 sheaf_top(cc) == x || slab_freelist(slab) == x))
+                 sheaf_recent(cc, x) || slab_freelist(slab) == x))
         return false;
     sheaf_put(cc, x);
     return true;

@@ -114,6 +114,28 @@ static void double_free_slow(void *a)
     kmem_cache_free(c, p);
     kmem_cache_free(c, p);
 }
+/* free a, free b, free a, on a warm cache (past slow start, its per-CPU
+ * or per-thread sheaves in use), by kmem_cache_free or (a != NULL) kfree */
+static void double_free_aba(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("df_aba", 64, 0, SLAB_NO_MERGE, NULL);
+    void *warm[200];
+    for (int i = 0; i < 200; i++)
+        warm[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    for (int i = 0; i < 200; i++)
+        kmem_cache_free(c, warm[i]);
+    void *a = kmem_cache_alloc(c, GFP_KERNEL), *b = kmem_cache_alloc(c, GFP_KERNEL);
+    (void)!kmem_cache_alloc(c, GFP_KERNEL);     /* keeps the page alive (SLOB) */
+    if (how) {
+        kfree(a);
+        kfree(b);
+        kfree(a);
+    } else {
+        kmem_cache_free(c, a);
+        kmem_cache_free(c, b);
+        kmem_cache_free(c, a);
+    }
+}
 static void double_free_large(void *a)
 {
     void *p = kmalloc(100000, GFP_KERNEL);
@@ -191,6 +213,8 @@ int main(int argc, char **argv)
     CHECK_DEATH(wrong_cache_order, NULL, "belongs to cache cache_small, not cache_big");
     CHECK_DEATH(double_free_fast, NULL, "double free of object 0x", "in cache kmalloc-32");
     CHECK_DEATH(double_free_slow, NULL, "double free of object 0x", "in cache df_obj");
+    CHECK_DEATH(double_free_aba, NULL, "double free of object 0x", "in cache df_aba");
+    CHECK_DEATH(double_free_aba, "kfree", "double free of object 0x", "in cache df_aba");
     CHECK_DEATH(double_free_large, NULL, "kfree(): double free of large block 0x");
     CHECK_DEATH(large_interior, NULL, "inside the large block at 0x");
     CHECK_DEATH(large_into_cache, NULL, "is a large kmalloc block, not an object of cache small_obj");
