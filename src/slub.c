@@ -1301,7 +1301,7 @@ static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p
     void *top = slub_sheaf_top(s);
     if (unlikely(x == top))
         kslab_double_free(s, x);
-    void *head = x, *tail = x;
+    void *head = x, *tail = x, *second = NULL;   /* second: head's successor */
     unsigned cnt = 1, lookahead = 3;
     size_t first_skipped = 0;
     while (size) {
@@ -1317,9 +1317,10 @@ static size_t free_detached_group(struct kmem_cache *want, size_t size, void **p
         }
         if (unlikely(!object_start(s, base, y)))
             kslab_bad_free(fn, want ? want : s, y);
-        if (unlikely(y == head || y == top))
+        if (unlikely(y == head || y == second || y == top))   /* [.., a, b, a] too */
             kslab_double_free(s, y);
         set_freepointer(s, y, head);
+        second = head;
         head = y;
         cnt++;
         p[size] = NULL;

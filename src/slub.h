@@ -210,7 +210,7 @@ static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void
                                          bool account)
 {
     struct kmem_cache_cpu *c = &kslab_tls->cpu[s->id];
-    void *head = c->freelist;
+    void *head = c->freelist, *second = NULL;    /* second: head's successor, once known */
     size_t left = size;
     while (left) {
         void *x = p[left - 1];
@@ -219,9 +219,10 @@ static inline size_t slub_free_bulk_fast(struct kmem_cache *s, size_t size, void
         if ((uintptr_t)x < KSLAB_MIN_OBJECT ||
             obj_index(s, (uintptr_t)x - c->slab_base) >= s->objects)
             break;
-        if (unlikely(x == head))
+        if (unlikely(x == head || x == second))      /* [.., a, b, a] too */
             kslab_double_free(s, x);
         set_freepointer(s, x, head);
+        second = head;
         head = x;
         left--;
     }

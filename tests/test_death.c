@@ -136,6 +136,23 @@ static void double_free_aba(void *how)
         kmem_cache_free(c, a);
     }
 }
+/* kmem_cache_free_bulk (a != NULL: kfree_bulk) of [a, b, a] */
+static void double_free_bulk_aba(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("df_bulk", 64, 0, SLAB_NO_MERGE, NULL);
+    void *warm[200];
+    for (int i = 0; i < 200; i++)
+        warm[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    for (int i = 0; i < 200; i++)
+        kmem_cache_free(c, warm[i]);
+    void *a = kmem_cache_alloc(c, GFP_KERNEL), *b = kmem_cache_alloc(c, GFP_KERNEL);
+    (void)!kmem_cache_alloc(c, GFP_KERNEL);     /* keeps the page alive (SLOB) */
+    void *p[3] = { a, b, a };
+    if (how)
+        kfree_bulk(3, p);
+    else
+        kmem_cache_free_bulk(c, 3, p);
+}
 static void double_free_large(void *a)
 {
     void *p = kmalloc(100000, GFP_KERNEL);
@@ -215,6 +232,8 @@ int main(int argc, char **argv)
     CHECK_DEATH(double_free_slow, NULL, "double free of object 0x", "in cache df_obj");
     CHECK_DEATH(double_free_aba, NULL, "double free of object 0x", "in cache df_aba");
     CHECK_DEATH(double_free_aba, "kfree", "double free of object 0x", "in cache df_aba");
+    CHECK_DEATH(double_free_bulk_aba, NULL, "double free of object 0x", "in cache df_bulk");
+    CHECK_DEATH(double_free_bulk_aba, "kfree", "double free of object 0x", "in cache df_bulk");
     CHECK_DEATH(double_free_large, NULL, "kfree(): double free of large block 0x");
     CHECK_DEATH(large_interior, NULL, "inside the large block at 0x");
     CHECK_DEATH(large_into_cache, NULL, "is a large kmalloc block, not an object of cache small_obj");
