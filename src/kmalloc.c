@@ -30,8 +30,34 @@
  * it made every per-CPU allocation save and restore them too (4
  * instructions on the default mode's path, to spare the fallback mode a
  * jump). */
+/* init_on_free's other half (the kernel's maybe_wipe_obj_freeptr): an
+ * object zeroed when freed then carried its free pointer; wipe it when it
+ * is handed out. */
+static void init_on_free_wipe(struct kmem_cache *s, void *x)
+{
+    if (kslab_wants_init_on_free(s) && !kslab_debugged(s) &&
+        s->offset + sizeof(void *) <= s->object_size && kslab_be != &slob_backend)
+        memset((char *)x + s->offset, 0, sizeof(void *));
+}
+
+/* init_on_alloc/free run in this mode only (slab_common.h): every back-end
+ * and path zeroes for __GFP_ZERO, the debug paths within the request. */
+static noinline void *thread_alloc_init(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    if (kslab_init_on_alloc && kslab_wants_init_on_alloc(s))
+        gfp |= __GFP_ZERO;
+    void *x = slub_alloc(s, gfp, kmalloc_size);
+    if (kslab_init_on_free && x)
+        init_on_free_wipe(s, x);
+    return x;
+}
+
 static noinline void *thread_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    /* both tail calls: no frame of its own (the debug reports skip frames
+     * by name, and a static function has none of its own) */
+    if (unlikely(kslab_init_on_alloc | kslab_init_on_free))
+        return thread_alloc_init(s, gfp, kmalloc_size);
     return slub_alloc(s, gfp, kmalloc_size);
 }
 
@@ -91,8 +117,22 @@ static void *backend_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     return kslab_be->alloc(s, gfp, kmalloc_size);
 }
 
+/* init_on_free: x (an object of s, validated first: never a write through
+ * a bad pointer) zeroed before it is free.  Back-ends with fixed-stride
+ * slabs; debugged caches poison or check instead. */
+static noinline void init_on_free(struct kmem_cache *want, struct kmem_cache *s, void *x,
+                                  const char *fn)
+{
+    if (s->objects && kslab_wants_init_on_free(s) && !kslab_debugged(s)) {
+        kslab_slab_of(want, s, x, fn);
+        memset(x, 0, s->object_size);
+    }
+}
+
 static void backend_free(struct kmem_cache *want, struct kmem_cache *s, void *x, const char *fn)
 {
+    if (unlikely(kslab_init_on_free))
+        init_on_free(want, s, x, fn);
     if (kslab_percpu && s->pcpu_cap) {
         if (slab_freelist(kslab_slab_of(want, s, x, fn)) == x)
             kslab_double_free(s, x);
@@ -396,7 +436,7 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
     if (likely(kslab_percpu)) {
         if (likely(pcpu_free_fast(s, x)))
             return;
-    } else if (likely(slub_free_fast(s, x))) {
+    } else if (likely(!kslab_init_on_free && slub_free_fast(s, x))) {
         return;
     }
     kmem_cache_free_slow(s, x);
@@ -418,7 +458,7 @@ void *kslab_large_alloc(size_t size, size_t align, gfp_t flags)
     size_t n = (size + PAGE_SIZE - 1) >> PAGE_SHIFT;
     if (n == 0)
         n = 1;                      /* size 0 (aligned requests): a unique block */
-    bool zero = flags & __GFP_ZERO;
+    bool zero = (flags & __GFP_ZERO) || kslab_init_on_alloc;
     if (n <= ((size_t)1 << MAX_PAGE_ORDER) && align <= (PAGE_SIZE << MAX_PAGE_ORDER)) {
         n = (flags & KSLAB_GFP_MALLOC) ? pages_round(n) : (size_t)1 << pages_order(n);
         unsigned ao = align > PAGE_SIZE ? fls_sz(align) - PAGE_SHIFT : 0;
@@ -495,7 +535,7 @@ void *kslab_malloc_plain(size_t size)
 
 /* ---- bulk ---------------------------------------------------------------------- */
 
-int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
+static inline int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
 {
     size_t done = kslab_percpu ? 0 : slub_alloc_bulk_fast(s, size, p);
     if (likely(done == size && !(gfp & __GFP_ZERO)))
@@ -506,6 +546,24 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     if (kslab_percpu && s->pcpu_cap)
         return kslab_pcpu_alloc_bulk(s, gfp, size, p);
     return kslab_be->alloc_bulk(s, gfp, size, done, p);
+}
+
+/* The bulk allocation under init_on_alloc or init_on_free (slab_common.h). */
+static noinline int alloc_bulk_init(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
+{
+    if (kslab_init_on_alloc && kslab_wants_init_on_alloc(s))
+        gfp |= __GFP_ZERO;
+    int n = alloc_bulk(s, gfp, size, p);
+    for (int i = 0; kslab_init_on_free && i < n; i++)
+        init_on_free_wipe(s, p[i]);
+    return n;
+}
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
+{
+    if (unlikely(kslab_init_on_alloc | kslab_init_on_free))
+        return alloc_bulk_init(s, gfp, size, p);
+    return alloc_bulk(s, gfp, size, p);
 }
 
 /* The generic bulk calls: one object at a time through the back-end. */
@@ -535,10 +593,27 @@ void kslab_free_bulk_each(struct kmem_cache *want, size_t size, void **p)
     }
 }
 
+/* init_on_free for the bulk frees: each slab object validated and zeroed
+ * first (large and huge blocks of kfree_bulk are left to their own path). */
+static noinline void init_on_free_bulk(struct kmem_cache *want, size_t size, void **p)
+{
+    const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
+    for (size_t i = 0; i < size; i++) {
+        void *x = p[i];
+        if (ZERO_OR_NULL_PTR(x) || !in_arena(x) || (!want && !addr_desc((uintptr_t)x)->cache))
+            continue;
+        struct kmem_cache *s = kslab_page_cache(want, x, fn);
+        if (!want || s == want)             /* another cache's: the free reports it */
+            init_on_free(want, s, x, fn);
+    }
+}
+
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 {
     if (s && unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_free_bulk", s);
+    if (unlikely(kslab_init_on_free))
+        init_on_free_bulk(s, size, p);
     if (kslab_percpu && kslab_be->cpu_drain)   /* no init check: an object implies it */
         kslab_pcpu_free_bulk(s, size, p);
     else
@@ -547,6 +622,8 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 
 void kfree_bulk(size_t size, void **p)
 {
+    if (unlikely(kslab_init_on_free))
+        init_on_free_bulk(NULL, size, p);
     if (kslab_percpu && kslab_be->cpu_drain)
         kslab_pcpu_free_bulk(NULL, size, p);
     else
@@ -612,7 +689,7 @@ __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
  * default) has kfree_lookup to itself. */
 static noinline void thread_kfree(struct kmem_cache *s, const void *x)
 {
-    if (likely(slub_free_fast(s, (void *)x)))
+    if (likely(!kslab_init_on_free && slub_free_fast(s, (void *)x)))
         return;
     kfree_to_backend(s, x);
 }

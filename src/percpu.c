@@ -56,7 +56,8 @@ static inline void slow_net_add(struct pcpu_sheaf *e, int64_t n)
 void kslab_percpu_init(void)
 {
     const char *v = prim_getenv("KSLAB_PERCPU");
-    bool off = v && strcmp(v, "0") == 0;
+    /* init_on_alloc/free: the per-thread mode (slab_common.h) */
+    bool off = (v && strcmp(v, "0") == 0) || kslab_init_on_alloc || kslab_init_on_free;
 #if defined(__x86_64__)
     long off_rseq = off ? -1 : prim_rseq_offset();
     nr_cpus = prim_possible_cpus();
@@ -66,8 +67,10 @@ void kslab_percpu_init(void)
     }
 #endif
     if (v && strcmp(v, "1") == 0)
-        kslab_warn("KSLAB_PERCPU=1: rseq or membarrier is not available here; "
-                   "using the per-thread mode");
+        kslab_warn(kslab_init_on_alloc || kslab_init_on_free
+                       ? "KSLAB_PERCPU=1: KSLAB_INIT_ON_ALLOC/FREE run in the per-thread mode"
+                       : "KSLAB_PERCPU=1: rseq or membarrier is not available here; "
+                         "using the per-thread mode");
 }
 
 const char *kslab_cpu_mode(void)

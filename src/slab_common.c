@@ -27,6 +27,8 @@ static bool env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+bool kslab_init_on_alloc, kslab_init_on_free;
+
 /* Freelist hardening: on unless KSLAB_HARDENED=0 (for measurement). */
 bool kslab_hardened = true;
 
@@ -53,6 +55,8 @@ static void read_options(void)
         kslab_random_window = v > 64 ? 64 : (unsigned)v;
     }
     atomic_store_explicit(&random_state, prim_random_seed(), memory_order_relaxed);
+    kslab_init_on_alloc = env_flag("KSLAB_INIT_ON_ALLOC");
+    kslab_init_on_free = env_flag("KSLAB_INIT_ON_FREE");
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
     kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");
     kslab_debug_init();

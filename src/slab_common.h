@@ -498,6 +498,26 @@ struct kslab_options {
     bool nomerge;
     bool slabinfo_at_exit;
 };
+/* init_on_alloc / init_on_free (KSLAB_INIT_ON_ALLOC=1, KSLAB_INIT_ON_FREE=1;
+ * the kernel's boot options): every allocation zeroed, every freed object
+ * zeroed before it is free.  Either one selects the per-thread mode, whose
+ * out-of-line steps test these (the per-CPU sections do not zero). */
+extern bool kslab_init_on_alloc, kslab_init_on_free;
+/* Does init_on_free zero s's objects?  Not a constructor's (their state
+ * must survive), not a SLAB_TYPESAFE_BY_RCU cache's (readers may still look),
+ * not a poisoned one's (poison is the stronger fill): the kernel's rule. */
+static inline bool kslab_wants_init_on_free(const struct kmem_cache *s)
+{
+    return kslab_init_on_free && !s->ctor &&
+           !(s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON));
+}
+/* init_on_alloc likewise skips constructed caches, and RCU and poisoned ones
+ * unless the caller asked for zeroes. */
+static inline bool kslab_wants_init_on_alloc(const struct kmem_cache *s)
+{
+    return kslab_init_on_alloc && !s->ctor &&
+           !(s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON));
+}
 extern struct kslab_options kslab_opts;
 void kslab_init(void);
 extern atomic_int kslab_initialised;

@@ -371,6 +371,9 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
         kslab_count(s, FREE_SLOWPATH, 1);
         return;
     }
+    /* init_on_free: the block's bytes after its header (validated above) */
+    if (unlikely(kslab_init_on_free) && s && kslab_wants_init_on_free(s))
+        memset(x, 0, (size_t)(h->units - 1) * UNIT);
     /* put the block back in address order and coalesce */
     unsigned u = (unsigned)(((char *)h - page) / UNIT), units = h->units;
     bool was_full = sp->counters.inuse == 0;
