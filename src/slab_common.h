@@ -364,8 +364,13 @@ _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
     __attribute__((cold));
 /* Freelist hardening on (default), or KSLAB_HARDENED=0 (slab_common.c). */
 extern bool kslab_hardened;
-/* Objects per shuffled window of a new slab (KSLAB_RANDOM_WINDOW; slub.c). */
+/* Freelist randomization (slab_common.c): objects per shuffled window of a
+ * new slab (KSLAB_RANDOM_WINDOW), the window s uses (1: address order), and
+ * one window's order: idx[0..m) a random permutation of 0..m-1. */
+#define RANDOM_WINDOW_MAX 64
 extern unsigned kslab_random_window;
+unsigned kslab_shuffle_window(const struct kmem_cache *s);
+void kslab_shuffle(uint8_t *idx, uint32_t m);
 uint64_t kslab_random64(void);
 
 /* The cache x's page descriptor names (x in an arena, on a page of a live

@@ -339,48 +339,17 @@ static bool may_discard(struct kmem_cache *s)
 
 /* ---- slabs ---------------------------------------------------------------- */
 
-/* A new slab's objects linked into its freelist; returns the head.
- * Randomized (CONFIG_SLAB_FREELIST_RANDOM; off with KSLAB_HARDENED=0 or
- * KSLAB_RANDOM_WINDOW=0, and in debugged caches, whose reports read better
- * in address order) one window at a time: the windows of
- * kslab_random_window (8) consecutive objects are handed out in address
- * order, the objects of each in a uniformly random order (Fisher-Yates,
- * 8 random bits a swap).  The next object handed out after x is x's
- * neighbour in memory (an overflow's victim) one time in 8, not always, and
- * where each object comes differs in every window of every slab.
- * Why windows and not the whole slab, as the kernel shuffles: objects
- * allocated together are used together, and programs walk them in
- * allocation order (python3's cyclic collector does, over every container
- * object).  A walk of 200 000 80-byte nodes in allocation order took 5.7
- * ns a node in address order, 5.9 with windows of 8, 31 with each page
- * shuffled; python3's alloc_heavy.py took 1.19 s, 1.23 s and 1.61 s
- * (medians of 13).  Windows of up to RANDOM_WINDOW_MAX objects. */
-#define RANDOM_WINDOW_MAX 64
-unsigned kslab_random_window = 8;
-
+/* A new slab's objects linked into its freelist; returns the head, in the
+ * randomized order of kslab_shuffle (slab_common.c): window by window,
+ * each window's objects in a random order. */
 static void *link_objects(struct kmem_cache *s, char *base)
 {
-    uint32_t n = s->objects, w = kslab_random_window;
-    if (!s->fp_swab || kslab_debugged(s) || w < 2)
-        w = 1;
+    uint32_t n = s->objects, w = kslab_shuffle_window(s);
     char *head = NULL, *prev = NULL;
     for (uint32_t w0 = 0; w0 < n; w0 += w) {
         uint32_t m = n - w0 < w ? n - w0 : w;
         uint8_t idx[RANDOM_WINDOW_MAX];
-        uint64_t r = 0;
-        for (uint32_t i = 0; i < m; i++)
-            idx[i] = (uint8_t)i;
-        for (uint32_t i = m - 1, used = 8; i > 0; i--, used++) {
-            if (used == 8) {
-                r = kslab_random64();
-                used = 0;
-            }
-            uint32_t j = (uint32_t)(((r & 0xff) * (i + 1)) >> 8);   /* 0 .. i */
-            uint8_t t = idx[i];
-            idx[i] = idx[j];
-            idx[j] = t;
-            r >>= 8;
-        }
+        kslab_shuffle(idx, m);
         for (uint32_t i = 0; i < m; i++) {
             char *p = base + (size_t)(w0 + idx[i]) * s->size;
             if (prev)
