@@ -16,6 +16,7 @@
 #include "slub_debug.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 /*
  * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
@@ -482,13 +483,94 @@ static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
     }
 }
 
-void *kmalloc(size_t size, gfp_t flags)
+/*
+ * Random kmalloc caches (the kernel's CONFIG_RANDOM_KMALLOC_CACHES;
+ * KSLAB_RANDOM_KMALLOC=N, 1..15): N copies of every kmalloc class
+ * (kmalloc-rnd-01-32, ...), never merged, and each kmalloc call site (its
+ * return address, hashed with a per-process random seed) always served by
+ * one of the N + 1 (0: the class itself).  Objects of different call sites
+ * then rarely share slabs, so a spray from one site cannot place an
+ * attacker's objects next to another site's.  kmalloc's fast path pays
+ * nothing for it: its size test compares with kmalloc_fast_max (one
+ * instruction, as against the constant before), which random caches set
+ * to 0, so that every request takes kmalloc_other.
+ */
+#define RANDOM_KMALLOC_MAX 15
+static size_t kmalloc_fast_max = KMALLOC_MAX_CACHE_SIZE;
+static unsigned random_kmalloc;             /* N; release-stored after the copies */
+static uint64_t random_kmalloc_seed;
+static struct kmem_cache *kmalloc_rnd[RANDOM_KMALLOC_MAX][KMALLOC_CLASSES];
+
+void kslab_random_kmalloc_init(void)
 {
-    if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE))
-        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
+    const char *v = prim_getenv("KSLAB_RANDOM_KMALLOC");
+    unsigned long n = v && *v ? strtoul(v, NULL, 10) : 0;
+    if (!n)
+        return;
+    if (n > RANDOM_KMALLOC_MAX) {
+        kslab_warn("KSLAB_RANDOM_KMALLOC=%lu: at most %d copies; using %d", n,
+                   RANDOM_KMALLOC_MAX, RANDOM_KMALLOC_MAX);
+        n = RANDOM_KMALLOC_MAX;
+    }
+    for (unsigned k = 0; k < n; k++)
+        for (unsigned i = 0; i < KMALLOC_CLASSES; i++) {
+            char name[KSLAB_NAME_LEN];
+            unsigned size = kmalloc_sizes[i];
+            snprintf(name, sizeof name, "kmalloc-rnd-%02u-%s", k + 1, kmalloc_names[i] + 8);
+            kmalloc_rnd[k][i] = kmem_cache_create(name, size, (size & (size - 1)) ? 0 : size,
+                                                  SLAB_NO_MERGE | SLAB_KSLAB_KMALLOC, NULL);
+            if (!kmalloc_rnd[k][i]) {
+                kslab_warn("KSLAB_RANDOM_KMALLOC: cannot create %s; random caches off", name);
+                return;
+            }
+        }
+    random_kmalloc_seed = kslab_random64();
+    /* release: the copies and the seed before any thread that reads N */
+    __atomic_store_n(&random_kmalloc, (unsigned)n, __ATOMIC_RELEASE);
+    /* relaxed: a thread that still compares with the old bound serves the
+     * class itself, which is one of the N + 1 anyway */
+    __atomic_store_n(&kmalloc_fast_max, 0, __ATOMIC_RELAXED);
+}
+
+/* The class cache for a request of size (1 .. KMALLOC_MAX_CACHE_SIZE) from
+ * call site caller: the class, or its random copy. */
+static inline struct kmem_cache *kmalloc_cache_at(size_t size, uintptr_t caller)
+{
+    unsigned i = kmalloc_index(size);
+    /* acquire: pairs with the release above (the copies are visible) */
+    unsigned n = __atomic_load_n(&random_kmalloc, __ATOMIC_ACQUIRE);
+    if (!n)
+        return kmalloc_caches[i];
+    uint64_t h = (caller ^ random_kmalloc_seed) * 0x9e3779b97f4a7c15ull;
+    unsigned k = (unsigned)(((unsigned __int128)h * (n + 1)) >> 64);   /* 0 .. n */
+    return k ? kmalloc_rnd[k - 1][i] : kmalloc_caches[i];
+}
+
+/* Everything kmalloc's fast test does not take: size 0, large and huge
+ * requests, and every request while random caches are on. */
+static noinline void *kmalloc_other(size_t size, gfp_t flags, uintptr_t caller)
+{
     if (size == 0)
         return ZERO_SIZE_PTR;
+    if (size <= KMALLOC_MAX_CACHE_SIZE)
+        return fast_alloc(kmalloc_cache_at(size, caller), flags, size);
     return kmalloc_large(size, flags);
+}
+
+/* kmalloc for a named call site (krealloc, kmemdup, kstrdup pass their
+ * callers', as the kernel's _RET_IP_). */
+static inline void *kmalloc_at(size_t size, gfp_t flags, uintptr_t caller)
+{
+    if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
+        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
+    return kmalloc_other(size, flags, caller);
+}
+
+void *kmalloc(size_t size, gfp_t flags)
+{
+    if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
+        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
+    return kmalloc_other(size, flags, (uintptr_t)__builtin_return_address(0));
 }
 
 /* malloc above 128 KiB: the thread's pcp list of the page class (one load
@@ -752,7 +834,7 @@ void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)
     if (kslab_be->kmalloc_aligned)
         return kslab_be->kmalloc_aligned(size ? size : 1, align, gfp);
     if (want <= KMALLOC_MAX_CACHE_SIZE)
-        return kmalloc(want, gfp);
+        return kmalloc_at(want, gfp, (uintptr_t)__builtin_return_address(0));
     return kslab_large_alloc(want, align, gfp);
 }
 
@@ -808,7 +890,7 @@ void *krealloc(const void *p, size_t new_size, gfp_t flags)
         return ZERO_SIZE_PTR;
     }
     if (ZERO_OR_NULL_PTR(p))
-        return kmalloc(new_size, flags);
+        return kmalloc_at(new_size, flags, (uintptr_t)__builtin_return_address(0));
     struct kmem_cache *ds = in_arena(p) ? addr_desc((uintptr_t)p)->cache : NULL;
     size_t ks;
     if (ds && kslab_debugged(ds) && ds->orig_off) {
@@ -829,7 +911,7 @@ void *krealloc(const void *p, size_t new_size, gfp_t flags)
     void *n = kslab_huge_resize(p, new_size, false);   /* pages added by mremap read zero */
     if (n)
         return n;
-    n = kmalloc(new_size, flags);
+    n = kmalloc_at(new_size, flags, (uintptr_t)__builtin_return_address(0));
     if (!n)
         return NULL;        /* p is left alone */
     memcpy(n, p, ks);
@@ -850,7 +932,7 @@ char *kstrdup(const char *s, gfp_t gfp)
     if (!s)
         return NULL;
     size_t n = strlen(s) + 1;
-    char *d = kmalloc(n, gfp);
+    char *d = kmalloc_at(n, gfp, (uintptr_t)__builtin_return_address(0));
     if (d)
         memcpy(d, s, n);
     return d;
@@ -858,7 +940,7 @@ char *kstrdup(const char *s, gfp_t gfp)
 
 void *kmemdup(const void *src, size_t len, gfp_t gfp)
 {
-    void *d = kmalloc(len, gfp);
+    void *d = kmalloc_at(len, gfp, (uintptr_t)__builtin_return_address(0));
     if (d && !ZERO_OR_NULL_PTR(d))
         memcpy(d, src, len);
     return d;

@@ -260,6 +260,7 @@ void kslab_init(void)
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */
     atomic_store_explicit(&kslab_initialised, 1, memory_order_release);
+    kslab_random_kmalloc_init();    /* creates caches: after the store above */
     /* Last, once allocation works: glibc's pthread_atfork may call malloc,
      * which (as libkslab-malloc) is us. */
     kslab_threads_atfork_init();
@@ -391,7 +392,8 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
         goto fail;
     }
     s = kmem_cache_alloc(kmem_cache_cache, GFP_KERNEL);
-    if (!s || cache_setup(s, name, size, align, flags, ctor, id, false)) {
+    if (!s || cache_setup(s, name, size, align, flags & ~SLAB_KSLAB_KMALLOC, ctor, id,
+                          flags & SLAB_KSLAB_KMALLOC)) {
         id_free((unsigned)id);
         kslab_unlock(&cache_lock);
         if (s)

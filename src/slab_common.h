@@ -493,10 +493,15 @@ static inline size_t kslab_malloc_class_of(const struct kmem_cache *s)
 /* Internal cache flag: malloc's exact cache for a hot size (kmalloc.c),
  * whose slabs are sized for the least waste (slub_exact_order). */
 #define SLAB_KSLAB_EXACT 0x20000000u
+/* Internal: a copy of a kmalloc class (random kmalloc caches, kmalloc.c):
+ * created as the kmalloc classes are (cache_setup's kmalloc). */
+#define SLAB_KSLAB_KMALLOC 0x10000000u
 void *kslab_malloc(size_t size, gfp_t flags);
 void *kslab_malloc_plain(size_t size);      /* malloc's: GFP_KERNEL | KSLAB_GFP_MALLOC */
 /* Above KMALLOC_MAX_CACHE_SIZE: large blocks and huge mappings (kmalloc.c). */
 void *kslab_large_alloc(size_t size, size_t align, gfp_t flags);
+/* Random kmalloc caches (KSLAB_RANDOM_KMALLOC; kmalloc.c), created at init. */
+void kslab_random_kmalloc_init(void);
 void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes);
 
 struct kslab_options {
