@@ -204,6 +204,9 @@ KSLAB_API const char *kslab_allocator_name(void);
 /* Where the fast paths' caches live: "percpu" (rseq per-CPU sheaves, the
  * default where available) or "thread" (per-thread; KSLAB_PERCPU=0). */
 KSLAB_API const char *kslab_cpu_mode(void);
+/* Is p a live object of KFENCE's pool (KSLAB_KFENCE=N: one slow-path
+ * allocation in N lands there, between guard pages)? */
+KSLAB_API int kslab_kfence_object(const void *p);
 
 #ifdef __cplusplus
 }

@@ -14,9 +14,9 @@
 #include "slub.h"
 #include "percpu.h"
 #include "slub_debug.h"
+#include "kfence.h"
 
 #include <errno.h>
-#include <stdlib.h>
 
 /*
  * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
@@ -398,6 +398,12 @@ static noinline void *malloc_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t 
  * in a debugged cache's allocation track) */
 noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    /* KFENCE samples here, off the fast paths (kfence.c) */
+    if (unlikely(kslab_kfence_interval) && kslab_kfence_due()) {
+        void *x = kslab_kfence_alloc(s, kmalloc_size ? kmalloc_size : s->object_size, gfp);
+        if (x)
+            return x;
+    }
     if (gfp & KSLAB_GFP_MALLOC)
         return malloc_alloc_slow(s, gfp, kmalloc_size);
     return alloc_slow(s, gfp, kmalloc_size);
@@ -415,8 +421,13 @@ static noinline void kmem_cache_free_slow(struct kmem_cache *s, void *x)
 {
     if (unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_free", s);
-    if (unlikely(!in_arena(x)))
+    if (unlikely(!in_arena(x))) {
+        if (kslab_kfence_owns(x)) {
+            kslab_kfence_free(s, x, "kmem_cache_free");
+            return;
+        }
         kslab_bad_free("kmem_cache_free", s, x);
+    }
     backend_free(s, s, x, "kmem_cache_free");
 }
 
@@ -503,8 +514,7 @@ static struct kmem_cache *kmalloc_rnd[RANDOM_KMALLOC_MAX][KMALLOC_CLASSES];
 
 void kslab_random_kmalloc_init(void)
 {
-    const char *v = prim_getenv("KSLAB_RANDOM_KMALLOC");
-    unsigned long n = v && *v ? strtoul(v, NULL, 10) : 0;
+    unsigned long n = kslab_env_number("KSLAB_RANDOM_KMALLOC", 0);
     if (!n)
         return;
     if (n > RANDOM_KMALLOC_MAX) {
@@ -690,8 +700,21 @@ static noinline void init_on_free_bulk(struct kmem_cache *want, size_t size, voi
     }
 }
 
+/* KFENCE's objects of a bulk free: freed one by one, their entries cleared
+ * (the bulk paths skip NULL entries). */
+static noinline void kfence_free_bulk(struct kmem_cache *want, size_t size, void **p)
+{
+    for (size_t i = 0; i < size; i++)
+        if (kslab_kfence_owns(p[i])) {
+            kslab_kfence_free(want, p[i], want ? "kmem_cache_free_bulk" : "kfree_bulk");
+            p[i] = NULL;
+        }
+}
+
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 {
+    if (unlikely(kslab_kfence_interval))
+        kfence_free_bulk(s, size, p);
     if (s && unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_free_bulk", s);
     if (unlikely(kslab_init_on_free))
@@ -704,6 +727,8 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 
 void kfree_bulk(size_t size, void **p)
 {
+    if (unlikely(kslab_kfence_interval))
+        kfence_free_bulk(NULL, size, p);
     if (unlikely(kslab_init_on_free))
         init_on_free_bulk(NULL, size, p);
     if (kslab_percpu && kslab_be->cpu_drain)
@@ -721,6 +746,9 @@ noinline void kslab_free_nonslab(const void *x, const char *fn)
         struct slab *h = pages_large_head(x);
         if (likely(h) && pages_large_free(kslab_pcp(), h))
             return;
+    } else if (kslab_kfence_owns(x)) {
+        kslab_kfence_free(NULL, x, fn);
+        return;
     } else {
         struct huge_hdr *h = huge_of(x);
         if (likely(h && h->base == x && huge_is_live(h))) {
@@ -848,6 +876,8 @@ size_t ksize(const void *x)
         struct slab *h = pages_large_head(x);
         if (h)
             return pages_large_size(h);
+    } else if (kslab_kfence_owns(x)) {
+        return kslab_kfence_ksize(x, "ksize");
     } else {
         struct huge_hdr *h = huge_of(x);
         if (h && h->base == x && huge_is_live(h))

@@ -35,6 +35,14 @@ bool prim_release(void *p, size_t bytes);       /* give pages back, keep the ran
 /* mremap: resize [p, p + old) to new bytes in place, or (to != NULL) move the
  * pages to `to`, replacing whatever is mapped there.  NULL if refused. */
 void *prim_remap(void *p, size_t old, size_t new_bytes, void *to);
+/* KFENCE's pool (kfence.c): a PROT_NONE reservation, pages made
+ * accessible (rw) or not; false if the OS refuses. */
+void *prim_map_none(size_t bytes);
+bool prim_protect(void *p, size_t bytes, bool rw);
+/* Install fn as SIGSEGV's first look: it gets the faulting address and
+ * whether the access was a write, and returns only if the fault is not
+ * its own; then the handler installed before runs (or the default). */
+bool prim_on_fault(void (*fn)(void *addr, bool write));
 const char *prim_getenv(const char *name);      /* no allocation: safe before malloc works */
 unsigned prim_ncpus(void);
 uint64_t prim_now_ns(void);                     /* CLOCK_MONOTONIC */

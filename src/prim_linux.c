@@ -120,6 +120,48 @@ void *prim_remap(void *p, size_t old, size_t new_bytes, void *to)
     return r == MAP_FAILED ? NULL : r;
 }
 
+void *prim_map_none(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+bool prim_protect(void *p, size_t bytes, bool rw)
+{
+    return mprotect(p, bytes, rw ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+}
+
+static void (*fault_fn)(void *addr, bool write);
+static struct sigaction fault_old;
+
+static void fault_handler(int sig, siginfo_t *info, void *ctx)
+{
+    bool write = false;
+#if defined(__x86_64__)
+    write = ((ucontext_t *)ctx)->uc_mcontext.gregs[REG_ERR] & 2;
+#endif
+    fault_fn(info->si_addr, write);     /* returns only if the fault is not its own */
+    if (fault_old.sa_flags & SA_SIGINFO) {
+        fault_old.sa_sigaction(sig, info, ctx);
+    } else if (fault_old.sa_handler == SIG_DFL || fault_old.sa_handler == SIG_IGN) {
+        /* the default action: restore it; the access faults again on return */
+        signal(sig, SIG_DFL);
+    } else {
+        fault_old.sa_handler(sig);
+    }
+}
+
+bool prim_on_fault(void (*fn)(void *addr, bool write))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    fault_fn = fn;
+    return sigaction(SIGSEGV, &sa, &fault_old) == 0;
+}
+
 const char *prim_getenv(const char *name)
 {
     size_t n = strlen(name);

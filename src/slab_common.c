@@ -8,6 +8,7 @@
 #include "slab_common.h"
 #include "percpu.h"
 #include "slub_debug.h"
+#include "kfence.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,12 @@ static bool env_flag(const char *name)
 {
     const char *v = prim_getenv(name);
     return v && *v && strcmp(v, "0") != 0;
+}
+
+unsigned long kslab_env_number(const char *name, unsigned long unset)
+{
+    const char *v = prim_getenv(name);
+    return v && *v ? strtoul(v, NULL, 10) : unset;
 }
 
 bool kslab_init_on_alloc, kslab_init_on_free;
@@ -92,11 +99,8 @@ static void read_options(void)
 {
     const char *h = prim_getenv("KSLAB_HARDENED");
     kslab_hardened = !(h && strcmp(h, "0") == 0);
-    const char *w = prim_getenv("KSLAB_RANDOM_WINDOW");
-    if (w && *w) {
-        unsigned long v = strtoul(w, NULL, 10);
-        kslab_random_window = v > RANDOM_WINDOW_MAX ? RANDOM_WINDOW_MAX : (unsigned)v;
-    }
+    unsigned long w = kslab_env_number("KSLAB_RANDOM_WINDOW", kslab_random_window);
+    kslab_random_window = w > RANDOM_WINDOW_MAX ? RANDOM_WINDOW_MAX : (unsigned)w;
     atomic_store_explicit(&random_state, prim_random_seed(), memory_order_relaxed);
     kslab_init_on_alloc = env_flag("KSLAB_INIT_ON_ALLOC");
     kslab_init_on_free = env_flag("KSLAB_INIT_ON_FREE");
@@ -232,6 +236,7 @@ void kslab_init(void)
         return;
     }
     read_options();
+    kslab_kfence_init();            /* the pool and the fault handler, if asked for */
     kslab_percpu_init();            /* the mode, once, before any cache is used */
     pages_init();
     kslab_threads_init();

@@ -372,6 +372,8 @@ extern unsigned kslab_random_window;
 unsigned kslab_shuffle_window(const struct kmem_cache *s);
 void kslab_shuffle(uint8_t *idx, uint32_t m);
 uint64_t kslab_random64(void);
+/* A number from the environment (decimal), or `unset` if absent or empty. */
+unsigned long kslab_env_number(const char *name, unsigned long unset);
 
 /* The cache x's page descriptor names (x in an arena, on a page of a live
  * slab or SLOB page); otherwise the one-line report names fn, want and x.
