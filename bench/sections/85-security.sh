@@ -6,11 +6,12 @@ KM=$PWD/build/libkslab-malloc.so
 ATT=$PWD/$B/attacks
 SCUDO=$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so 2>/dev/null | sort -V | tail -1)
 # column -> environment for the attack's process (X=1: nothing)
-SWHO="kslab kslab-per-thread kslab-debug glibc jemalloc mimalloc tcmalloc scudo"
+SWHO="kslab kslab-per-thread kslab-debug kslab-kfence glibc jemalloc mimalloc tcmalloc scudo"
 declare -A SENV=(
   [kslab]="LD_PRELOAD=$KM"
   [kslab-per-thread]="LD_PRELOAD=$KM KSLAB_PERCPU=0"
   [kslab-debug]="LD_PRELOAD=$KM KSLAB_DEBUG=FZPU KSLAB_DEBUG_PANIC=1"
+  [kslab-kfence]="LD_PRELOAD=$KM KSLAB_KFENCE=1"
   [glibc]="X=1"
   [jemalloc]="LD_PRELOAD=${PEER[jemalloc]}" [mimalloc]="LD_PRELOAD=${PEER[mimalloc]}"
   [tcmalloc]="LD_PRELOAD=${PEER[tcmalloc]}" [scudo]="LD_PRELOAD=$SCUDO" )
@@ -50,7 +51,10 @@ rm -f "$RAW/security.err"
   echo "report (stopped, but by luck of the layout); exploited: the allocator then handed out an"
   echo "address the attacker chose or one block twice; -: nothing stopped it and nothing showed."
   echo "kslab-debug is \`KSLAB_DEBUG=FZPU KSLAB_DEBUG_PANIC=1\` (slub_debug's checks; without"
-  echo "PANIC it reports, repairs and goes on, as the kernel does).  scudo: ${SCUDO:-missing}."
+  echo "PANIC it reports, repairs and goes on, as the kernel does).  kslab-kfence is"
+  echo "\`KSLAB_KFENCE=1\` (every slow-path allocation sampled while the pool of 255 has room:"
+  echo "KFENCE catches what lands in its pool, so at a production interval it catches an attack"
+  echo "only when the block involved was sampled).  scudo: ${SCUDO:-missing}."
   echo
   printf '| attack |'; for w in $SWHO; do printf ' %s |' "$w"; done; echo
   printf '|---|'; for w in $SWHO; do printf -- '---|'; done; echo
