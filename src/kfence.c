@@ -37,6 +37,12 @@ static struct kfence_meta meta[KFENCE_OBJECTS];
 static unsigned ring[KFENCE_OBJECTS], ring_head, ring_count;
 static kslab_lock_t kfence_lock = KSLAB_LOCK_INIT;
 
+/* Slot i to the ring's tail (kfence_lock held). */
+static void ring_put(unsigned i)
+{
+    ring[(ring_head + ring_count++) % KFENCE_OBJECTS] = i;
+}
+
 static char *slot_page(unsigned i)
 {
     return kslab_kfence_start + (2 * (size_t)i + 1) * PAGE_SIZE;
@@ -91,7 +97,7 @@ void *kslab_kfence_alloc(struct kmem_cache *s, size_t size, gfp_t gfp)
     ring_count--;
     char *page = slot_page(i);
     if (!prim_protect(page, PAGE_SIZE, true)) {
-        ring[(ring_head + ring_count++) % KFENCE_OBJECTS] = i;   /* back, last */
+        ring_put(i);                    /* back, last */
         kslab_unlock(&kfence_lock);
         return NULL;
     }
@@ -110,15 +116,7 @@ void *kslab_kfence_alloc(struct kmem_cache *s, size_t size, gfp_t gfp)
     return x;
 }
 
-int kslab_kfence_object(const void *x)
-{
-    if (!kslab_kfence_owns(x))
-        return false;
-    size_t pg = (size_t)((const char *)x - kslab_kfence_start) / PAGE_SIZE;
-    return (pg & 1) && meta[pg / 2].state == SLOT_ALLOCATED;
-}
-
-/* The slot of an object page (NULL for a guard page). */
+/* The slot of an object page of the pool (NULL for a guard page). */
 static struct kfence_meta *slot_of(const void *x, unsigned *ip)
 {
     size_t pg = (size_t)((const char *)x - kslab_kfence_start) / PAGE_SIZE;
@@ -126,6 +124,13 @@ static struct kfence_meta *slot_of(const void *x, unsigned *ip)
         return NULL;
     *ip = (unsigned)(pg / 2);
     return &meta[pg / 2];
+}
+
+int kslab_kfence_object(const void *x)
+{
+    unsigned i;
+    struct kfence_meta *m = kslab_kfence_owns(x) ? slot_of(x, &i) : NULL;
+    return m && m->state == SLOT_ALLOCATED;
 }
 
 static const char *cache_name_of(const struct kfence_meta *m)
@@ -185,7 +190,7 @@ void kslab_kfence_free(struct kmem_cache *want, const void *x, const char *fn)
      * (if the OS refuses, the slot is only marked freed) */
     (void)prim_protect(page, PAGE_SIZE, false);
     m->state = SLOT_FREED;
-    ring[(ring_head + ring_count++) % KFENCE_OBJECTS] = i;
+    ring_put(i);
     kslab_unlock(&kfence_lock);
 }
 

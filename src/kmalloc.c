@@ -26,18 +26,20 @@
  * Per-thread (slub.h): the thread's cpu freelist.  The mode is one
  * predictable branch on a global set once at start-up.
  */
-/* The per-thread pop, apart: with the hardened free pointer's decode and
- * check it needs two registers more than the caller-saved ones, and inline
- * it made every per-CPU allocation save and restore them too (4
- * instructions on the default mode's path, to spare the fallback mode a
- * jump). */
+/* Does init_on_free zero s's objects here?  Back-ends with fixed-stride
+ * slabs (classic SLOB zeroes its blocks itself); debugged caches poison or
+ * check instead. */
+static bool init_on_free_zeroes(const struct kmem_cache *s)
+{
+    return s->objects && kslab_wants_init_on_free(s) && !kslab_debugged(s);
+}
+
 /* init_on_free's other half (the kernel's maybe_wipe_obj_freeptr): an
  * object zeroed when freed then carried its free pointer; wipe it when it
  * is handed out. */
 static void init_on_free_wipe(struct kmem_cache *s, void *x)
 {
-    if (kslab_wants_init_on_free(s) && !kslab_debugged(s) &&
-        s->offset + sizeof(void *) <= s->object_size && kslab_be != &slob_backend)
+    if (init_on_free_zeroes(s) && s->offset + sizeof(void *) <= s->object_size)
         memset((char *)x + s->offset, 0, sizeof(void *));
 }
 
@@ -53,6 +55,11 @@ static noinline void *thread_alloc_init(struct kmem_cache *s, gfp_t gfp, size_t 
     return x;
 }
 
+/* The per-thread pop, apart: with the hardened free pointer's decode and
+ * check it needs two registers more than the caller-saved ones, and inline
+ * it made every per-CPU allocation save and restore them too (4
+ * instructions on the default mode's path, to spare the fallback mode a
+ * jump). */
 static noinline void *thread_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
     /* both tail calls: no frame of its own (the debug reports skip frames
@@ -119,12 +126,11 @@ static void *backend_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 }
 
 /* init_on_free: x (an object of s, validated first: never a write through
- * a bad pointer) zeroed before it is free.  Back-ends with fixed-stride
- * slabs; debugged caches poison or check instead. */
+ * a bad pointer) zeroed before it is free. */
 static noinline void init_on_free(struct kmem_cache *want, struct kmem_cache *s, void *x,
                                   const char *fn)
 {
-    if (s->objects && kslab_wants_init_on_free(s) && !kslab_debugged(s)) {
+    if (init_on_free_zeroes(s)) {
         kslab_slab_of(want, s, x, fn);
         memset(x, 0, s->object_size);
     }
@@ -576,6 +582,9 @@ static inline void *kmalloc_at(size_t size, gfp_t flags, uintptr_t caller)
     return kmalloc_other(size, flags, caller);
 }
 
+/* kmalloc_at's body again, not a call to it: inlined, the return address
+ * was loaded on the fast path too (one instruction per kmalloc); spelled
+ * here, the compiler loads it only on the way to kmalloc_other. */
 void *kmalloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
