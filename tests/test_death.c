@@ -114,18 +114,27 @@ static void double_free_slow(void *a)
     kmem_cache_free(c, p);
     kmem_cache_free(c, p);
 }
-/* free a, free b, free a, on a warm cache (past slow start, its per-CPU
- * or per-thread sheaves in use), by kmem_cache_free or (a != NULL) kfree */
-static void double_free_aba(void *how)
+/* Two objects a and b of c, once c is warm (past slow start, its per-CPU
+ * or per-thread sheaves in use), and a third kept so that their page
+ * stays (SLOB). */
+static void warm_pair(struct kmem_cache *c, void **a, void **b)
 {
-    struct kmem_cache *c = kmem_cache_create("df_aba", 64, 0, SLAB_NO_MERGE, NULL);
     void *warm[200];
     for (int i = 0; i < 200; i++)
         warm[i] = kmem_cache_alloc(c, GFP_KERNEL);
     for (int i = 0; i < 200; i++)
         kmem_cache_free(c, warm[i]);
-    void *a = kmem_cache_alloc(c, GFP_KERNEL), *b = kmem_cache_alloc(c, GFP_KERNEL);
-    (void)!kmem_cache_alloc(c, GFP_KERNEL);     /* keeps the page alive (SLOB) */
+    *a = kmem_cache_alloc(c, GFP_KERNEL);
+    *b = kmem_cache_alloc(c, GFP_KERNEL);
+    (void)!kmem_cache_alloc(c, GFP_KERNEL);
+}
+/* free a, free b, free a, on a warm cache (past slow start, its per-CPU
+ * or per-thread sheaves in use), by kmem_cache_free or (a != NULL) kfree */
+static void double_free_aba(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("df_aba", 64, 0, SLAB_NO_MERGE, NULL);
+    void *a, *b;
+    warm_pair(c, &a, &b);
     if (how) {
         kfree(a);
         kfree(b);
@@ -140,13 +149,8 @@ static void double_free_aba(void *how)
 static void double_free_bulk_aba(void *how)
 {
     struct kmem_cache *c = kmem_cache_create("df_bulk", 64, 0, SLAB_NO_MERGE, NULL);
-    void *warm[200];
-    for (int i = 0; i < 200; i++)
-        warm[i] = kmem_cache_alloc(c, GFP_KERNEL);
-    for (int i = 0; i < 200; i++)
-        kmem_cache_free(c, warm[i]);
-    void *a = kmem_cache_alloc(c, GFP_KERNEL), *b = kmem_cache_alloc(c, GFP_KERNEL);
-    (void)!kmem_cache_alloc(c, GFP_KERNEL);     /* keeps the page alive (SLOB) */
+    void *a, *b;
+    warm_pair(c, &a, &b);
     void *p[3] = { a, b, a };
     if (how)
         kfree_bulk(3, p);
