@@ -306,16 +306,13 @@ static bool cache_grow(struct kmem_cache *s)
     slab->counters.word = 0;
     slab->counters.objects = (uint16_t)s->objects;
     slab->counters.order = (uint8_t)s->order;
-    /* the index array in kslab_shuffle's randomized order; an OBJFREELIST
-     * slab's last object hosts the array and is handed out last */
-    unsigned n = s->objects - (sc->placement == OBJFREELIST), w = kslab_shuffle_window(s);
-    for (unsigned w0 = 0; w0 < n; w0 += w) {
-        unsigned m = n - w0 < w ? n - w0 : w;
-        uint8_t idx[RANDOM_WINDOW_MAX];
-        kslab_shuffle(idx, m);
-        for (unsigned i = 0; i < m; i++)
-            idx_set(s, slab, w0 + i, w0 + idx[i]);
-    }
+    /* the index array in kslab_shuffle's order; an OBJFREELIST slab's last
+     * object hosts the array and is handed out last */
+    unsigned n = s->objects - (sc->placement == OBJFREELIST);
+    struct kslab_shuffle it;
+    kslab_shuffle_start(&it, s, n);
+    for (unsigned i = 0; i < n; i++)
+        idx_set(s, slab, i, kslab_shuffle_next(&it));
     if (n < s->objects)
         idx_set(s, slab, n, n);
     if (kslab_debugged(s))

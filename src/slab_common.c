@@ -71,13 +71,14 @@ uint64_t kslab_random64(void)
  * 1.23 s and 1.61 s (medians of 13). */
 unsigned kslab_random_window = 8;
 
-unsigned kslab_shuffle_window(const struct kmem_cache *s)
+static unsigned shuffle_window(const struct kmem_cache *s)
 {
     return kslab_hardened && !kslab_debugged(s) && kslab_random_window >= 2
                ? kslab_random_window : 1;
 }
 
-void kslab_shuffle(uint8_t *idx, uint32_t m)
+/* idx[0..m) := a uniformly random permutation of 0..m-1 */
+static void shuffle(uint8_t *idx, uint32_t m)
 {
     uint64_t r = 0;
     for (uint32_t i = 0; i < m; i++)
@@ -93,6 +94,24 @@ void kslab_shuffle(uint8_t *idx, uint32_t m)
         idx[j] = t;
         r >>= 8;
     }
+}
+
+void kslab_shuffle_start(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t n)
+{
+    it->n = n;
+    it->w = shuffle_window(s);
+    it->w0 = it->i = it->m = 0;
+}
+
+uint32_t kslab_shuffle_next(struct kslab_shuffle *it)
+{
+    if (it->i == it->m) {                       /* the next window */
+        it->w0 += it->m;
+        it->m = it->n - it->w0 < it->w ? it->n - it->w0 : it->w;
+        shuffle(it->idx, it->m);
+        it->i = 0;
+    }
+    return it->w0 + it->idx[it->i++];
 }
 
 static void read_options(void)

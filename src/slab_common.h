@@ -365,12 +365,17 @@ _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
 /* Freelist hardening on (default), or KSLAB_HARDENED=0 (slab_common.c). */
 extern bool kslab_hardened;
 /* Freelist randomization (slab_common.c): objects per shuffled window of a
- * new slab (KSLAB_RANDOM_WINDOW), the window s uses (1: address order), and
- * one window's order: idx[0..m) a random permutation of 0..m-1. */
+ * new slab (KSLAB_RANDOM_WINDOW), and the order a new slab of s hands out
+ * its first n objects in: kslab_shuffle_start, then kslab_shuffle_next n
+ * times gives each index once (address order where s is not randomized). */
 #define RANDOM_WINDOW_MAX 64
 extern unsigned kslab_random_window;
-unsigned kslab_shuffle_window(const struct kmem_cache *s);
-void kslab_shuffle(uint8_t *idx, uint32_t m);
+struct kslab_shuffle {
+    uint32_t n, w, w0, i, m;        /* objects, window, this window's start, next, size */
+    uint8_t idx[RANDOM_WINDOW_MAX]; /* this window's order */
+};
+void kslab_shuffle_start(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t n);
+uint32_t kslab_shuffle_next(struct kslab_shuffle *it);
 uint64_t kslab_random64(void);
 /* A number from the environment (decimal), or `unset` if absent or empty. */
 unsigned long kslab_env_number(const char *name, unsigned long unset);

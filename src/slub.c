@@ -339,25 +339,17 @@ static bool may_discard(struct kmem_cache *s)
 
 /* ---- slabs ---------------------------------------------------------------- */
 
-/* A new slab's objects linked into its freelist; returns the head, in the
- * randomized order of kslab_shuffle (slab_common.c): window by window,
- * each window's objects in a random order. */
+/* A new slab's objects linked into its freelist in kslab_shuffle's order
+ * (slab_common.c); returns the head. */
 static void *link_objects(struct kmem_cache *s, char *base)
 {
-    uint32_t n = s->objects, w = kslab_shuffle_window(s);
-    char *head = NULL, *prev = NULL;
-    for (uint32_t w0 = 0; w0 < n; w0 += w) {
-        uint32_t m = n - w0 < w ? n - w0 : w;
-        uint8_t idx[RANDOM_WINDOW_MAX];
-        kslab_shuffle(idx, m);
-        for (uint32_t i = 0; i < m; i++) {
-            char *p = base + (size_t)(w0 + idx[i]) * s->size;
-            if (prev)
-                set_freepointer(s, prev, p);
-            else
-                head = p;
-            prev = p;
-        }
+    struct kslab_shuffle it;
+    kslab_shuffle_start(&it, s, s->objects);
+    char *head = base + (size_t)kslab_shuffle_next(&it) * s->size, *prev = head;
+    for (uint32_t i = 1; i < s->objects; i++) {
+        char *p = base + (size_t)kslab_shuffle_next(&it) * s->size;
+        set_freepointer(s, prev, p);
+        prev = p;
     }
     set_freepointer(s, prev, NULL);
     return head;
