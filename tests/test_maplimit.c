@@ -10,7 +10,7 @@
  * 1.25 GiB: 20 arenas, or up to twice that with the pieces the buddy keeps
  * free between blocks), a few chunk-map tables and thread states: baseline
  * + 64.  The bound on RSS after the frees, without malloc_trim: the hot
- * reserve (2 MiB + half of what is in use, which is then nothing), a
+ * reserve (at most 4 MiB when nothing is in use), a
  * thread's pcp lists (1 MiB), and slab pages that kslab keeps (min_partial):
  * baseline + 8 MiB; after kslab_trim(): baseline + 2 MiB.
  * KSLAB_MAPLIMIT_BLOCKS lowers the block count (the sanitizer flavours);

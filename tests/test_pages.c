@@ -215,6 +215,62 @@ static void test_hot_cut(void)
     CHECK_EQ(pages_check(), 0);
 }
 
+/* The largest blocks are not bounced off the OS: a freed 4 MiB block with
+ * nothing else in use stays in the reserve (its floor is 4 MiB) and the
+ * next request of its class gets it back, still backed.  Before the floor,
+ * each such free gave the block back and the next malloc faulted it in. */
+static void test_hot_floor(void)
+{
+    pages_release_all();
+    size_t n = (size_t)1 << MAX_PAGE_ORDER;
+    char *p = pages_large_alloc(NULL, n, 0, false);
+    CHECK(p != NULL);
+    memset(p, 0x5e, n * PAGE_SIZE);
+    CHECK(pages_large_free(NULL, pages_large_head(p)));
+    struct kslab_memory m;
+    kslab_memory(&m);
+    CHECK_EQ(m.hot_bytes, n * PAGE_SIZE);
+    char *q = pages_large_alloc(NULL, n, 0, false);
+    CHECK(q == p);
+    CHECK_EQ((unsigned char)q[n * PAGE_SIZE - 1], 0x5e);    /* the same, backed memory */
+    CHECK(pages_large_free(NULL, pages_large_head(q)));
+    pages_release_all();
+    kslab_memory(&m);
+    CHECK_EQ(m.hot_bytes, 0);
+    CHECK_EQ(pages_check(), 0);
+}
+
+/* A block over the pcp budget (here 4 MiB, the largest class) is refused
+ * the first time; once the thread asks for its class again, one such block
+ * waits alone in the pcp list and is reused with no lock. */
+static void test_pcp_lone(void)
+{
+    struct pages_pcp pcp;
+    memset(&pcp, 0, sizeof pcp);
+    size_t n = (size_t)1 << MAX_PAGE_ORDER;
+    unsigned c = page_class(n);
+    char *a = pages_large_alloc(&pcp, n, 0, false);
+    CHECK(a != NULL);
+    CHECK(pages_large_free(&pcp, pages_large_head(a)));
+    CHECK_EQ(pcp.count[c], 0);                              /* refused: over the budget */
+    CHECK_EQ(pcp.refused, c + 1);
+    char *b = pages_large_alloc(&pcp, n, 0, false);         /* wanted again */
+    CHECK(b != NULL);
+    CHECK_EQ(pcp.lone, c + 1);
+    CHECK(pages_large_free(&pcp, pages_large_head(b)));
+    CHECK_EQ(pcp.count[c], 1);                              /* kept alone */
+    CHECK_EQ(pcp.pages, n);
+    char *d = pages_large_alloc(&pcp, n, 0, true);
+    CHECK(d == b);
+    CHECK(d[0] == 0 && d[n * PAGE_SIZE - 1] == 0);          /* zeroed on request */
+    CHECK_EQ(pcp.pages, 0);
+    CHECK(pages_large_free(&pcp, pages_large_head(d)));
+    pages_pcp_drain(&pcp);
+    CHECK_EQ(pcp.pages, 0);
+    pages_release_all();
+    CHECK_EQ(pages_check(), 0);
+}
+
 /* The pcp lists: LIFO reuse by the owner, bounded per class and in all,
  * drained back; kzalloc-style requests still read zero on reuse. */
 static void test_pcp(void)
@@ -385,6 +441,8 @@ int main(void)
     test_page_classes();
     test_large_blocks();
     test_pcp();
+    test_pcp_lone();
+    test_hot_floor();
     test_hot_cut();
     test_huge();
     test_release_failures();

@@ -17,7 +17,7 @@ large_run() {  # WHO ARGS...
 for r in $(seq "$ROUNDS"); do
   for who in kslab $PEERS; do
     [ "$who" = kslab ] || peer_ok "$who" || continue
-    for s in 16384 131072 1048576 16777216; do large_run "$who" pair $s >> "$RAW/large.tsv"; done
+    for s in 16384 131072 1048576 4194304 16777216; do large_run "$who" pair $s >> "$RAW/large.tsv"; done
     large_run "$who" realloc >> "$RAW/large.tsv"
     large_run "$who" mixed >> "$RAW/large.tsv"
   done
