@@ -41,6 +41,21 @@ typedef unsigned int gfp_t;
 #define GFP_KERNEL    0x001u
 #define GFP_ATOMIC    0x002u
 #define GFP_NOWAIT    0x004u
+/* Accepted and without effect in user space, so today's kernel code
+ * compiles unchanged: __GFP_NOWARN (kslab prints no allocation-failure
+ * warning anyway), __GFP_RETRY_MAYFAIL (there is no reclaim to retry: a
+ * failure returns NULL at once, which is what the flag permits),
+ * __GFP_ACCOUNT (no memory cgroups to charge).  GFP_NOFS and GFP_NOIO
+ * limit reclaim's recursion into filesystems and I/O, of which there is
+ * none here: they are GFP_KERNEL. */
+#define __GFP_RETRY_MAYFAIL 0x800u
+#define __GFP_ACCOUNT       0x1000u
+#define GFP_KERNEL_ACCOUNT  (GFP_KERNEL | __GFP_ACCOUNT)
+#define GFP_NOFS            GFP_KERNEL
+#define GFP_NOIO            GFP_KERNEL
+
+/* NUMA: one node here.  The _node calls accept any node and ignore it. */
+#define NUMA_NO_NODE (-1)
 
 /* ---- cache flags (slab_flags_t) ----------------------------------------- */
 typedef unsigned int slab_flags_t;
@@ -55,6 +70,10 @@ typedef unsigned int slab_flags_t;
 #define SLAB_PANIC              0x00040000u /* abort if kmem_cache_create fails */
 #define SLAB_TYPESAFE_BY_RCU    0x00080000u /* slabs stay mapped while the cache lives */
 #define SLAB_NO_MERGE           0x01000000u /* never merge this cache with another */
+/* Accepted, no effect: no memory cgroups (SLAB_ACCOUNT) and no reclaim
+ * statistics (SLAB_RECLAIM_ACCOUNT) in user space.  Neither stops merging. */
+#define SLAB_ACCOUNT            0x04000000u
+#define SLAB_RECLAIM_ACCOUNT    0x00020000u
 
 /* ---- caches ------------------------------------------------------------- */
 struct kmem_cache;
@@ -82,6 +101,19 @@ KSLAB_API void kfree_bulk(size_t size, void **p);
 static inline void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags)
 {
     return kmem_cache_alloc(s, flags | __GFP_ZERO);
+}
+static inline void *kmem_cache_alloc_node(struct kmem_cache *s, gfp_t flags, int node)
+{
+    (void)node;
+    return kmem_cache_alloc(s, flags);
+}
+/* The kernel charges the object to a list_lru's memory cgroup; there are
+ * none here, so the lru is accepted and not used. */
+struct list_lru;
+static inline void *kmem_cache_alloc_lru(struct kmem_cache *s, struct list_lru *lru, gfp_t flags)
+{
+    (void)lru;
+    return kmem_cache_alloc(s, flags);
 }
 
 /* ---- kmalloc ------------------------------------------------------------ */
@@ -116,6 +148,103 @@ static inline void *kcalloc(size_t n, size_t size, gfp_t flags)
 {
     return kmalloc_array(n, size, flags | __GFP_ZERO);
 }
+/* krealloc of n * size bytes; NULL (p untouched) when that overflows. */
+static inline __attribute__((warn_unused_result)) void *
+krealloc_array(void *p, size_t new_n, size_t new_size, gfp_t flags)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(new_n, new_size, &bytes))
+        return NULL;
+    return krealloc(p, bytes, flags);
+}
+/* The first len bytes of s (which need not hold a NUL) and a NUL after
+ * them; kstrndup: s up to its NUL or max bytes, NUL-terminated.  NULL s
+ * gives NULL. */
+KSLAB_API char *kmemdup_nul(const char *s, size_t len, gfp_t gfp) KSLAB_MALLOC_ATTR;
+KSLAB_API char *kstrndup(const char *s, size_t max, gfp_t gfp) KSLAB_MALLOC_ATTR;
+
+/* The _node variants: one node, so the node is ignored. */
+static inline void *kmalloc_node(size_t size, gfp_t flags, int node)
+{
+    (void)node;
+    return kmalloc(size, flags);
+}
+static inline void *kzalloc_node(size_t size, gfp_t flags, int node)
+{
+    return kmalloc_node(size, flags | __GFP_ZERO, node);
+}
+static inline void *kmalloc_array_node(size_t n, size_t size, gfp_t flags, int node)
+{
+    (void)node;
+    return kmalloc_array(n, size, flags);
+}
+static inline void *kcalloc_node(size_t n, size_t size, gfp_t flags, int node)
+{
+    return kmalloc_array_node(n, size, flags | __GFP_ZERO, node);
+}
+
+/* kvmalloc: the kernel falls back from kmalloc to vmalloc for sizes the
+ * buddy cannot give contiguously.  kslab's kmalloc already serves any size
+ * (slab, page allocator, then a mapping of its own), so kvmalloc is kmalloc
+ * and kvfree is kfree; every kv* block is also a k* block (ksize, krealloc
+ * and kfree take it).  kvrealloc has 6.12's form (p, size, flags). */
+static inline void *kvmalloc(size_t size, gfp_t flags)
+{
+    return kmalloc(size, flags);
+}
+static inline void *kvzalloc(size_t size, gfp_t flags)
+{
+    return kmalloc(size, flags | __GFP_ZERO);
+}
+static inline void *kvmalloc_node(size_t size, gfp_t flags, int node)
+{
+    return kmalloc_node(size, flags, node);
+}
+static inline void *kvzalloc_node(size_t size, gfp_t flags, int node)
+{
+    return kmalloc_node(size, flags | __GFP_ZERO, node);
+}
+static inline void *kvmalloc_array(size_t n, size_t size, gfp_t flags)
+{
+    return kmalloc_array(n, size, flags);
+}
+static inline void *kvcalloc(size_t n, size_t size, gfp_t flags)
+{
+    return kmalloc_array(n, size, flags | __GFP_ZERO);
+}
+static inline __attribute__((warn_unused_result)) void *kvrealloc(const void *p, size_t size,
+                                                                  gfp_t flags)
+{
+    return krealloc(p, size, flags);
+}
+static inline void kvfree(const void *p)
+{
+    kfree(p);
+}
+/* Zeroes the block (all of it, as kfree_sensitive; len is the caller's
+ * idea of its length and is not needed) before freeing it. */
+static inline void kvfree_sensitive(const void *p, size_t len)
+{
+    (void)len;
+    kfree_sensitive(p);
+}
+
+/* Scope-based freeing, the kernel's <linux/cleanup.h> for the slab calls:
+ *     char *buf __free(kfree) = kmalloc(n, GFP_KERNEL);
+ * frees buf when it goes out of scope unless no_free_ptr(buf) or
+ * return_ptr(buf) took it.  Defined here only if the program has not
+ * defined its own cleanup helpers. */
+#if defined(__GNUC__) && !defined(__cplusplus) && !defined(DEFINE_FREE)
+#define DEFINE_FREE(_name, _type, _free)                                         \
+    static inline void __free_##_name(void *p) { _type _T = *(_type *)p; _free; }
+#define __free(_name) __attribute__((cleanup(__free_##_name)))
+#define no_free_ptr(p) ({ __typeof__(p) __ptr = (p); (p) = NULL; __ptr; })
+#define return_ptr(p) return no_free_ptr(p)
+#define KSLAB_IS_ERR_OR_NULL(p) (!(p) || (unsigned long)(p) >= (unsigned long)-4095)
+DEFINE_FREE(kfree, void *, if (!KSLAB_IS_ERR_OR_NULL(_T)) kfree(_T))
+DEFINE_FREE(kvfree, void *, if (!KSLAB_IS_ERR_OR_NULL(_T)) kvfree(_T))
+DEFINE_FREE(kfree_sensitive, void *, if (_T) kfree_sensitive(_T))
+#endif
 
 /* ---- observability ------------------------------------------------------ */
 

@@ -977,6 +977,31 @@ char *kstrdup(const char *s, gfp_t gfp)
     return d;
 }
 
+char *kmemdup_nul(const char *s, size_t len, gfp_t gfp)
+{
+    if (!s || len == SIZE_MAX)
+        return NULL;
+    char *d = kmalloc_at(len + 1, gfp, (uintptr_t)__builtin_return_address(0));
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
+char *kstrndup(const char *s, size_t max, gfp_t gfp)
+{
+    if (!s)
+        return NULL;
+    size_t len = strnlen(s, max);
+    char *d = kmalloc_at(len + 1, gfp, (uintptr_t)__builtin_return_address(0));
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
 void *kmemdup(const void *src, size_t len, gfp_t gfp)
 {
     void *d = kmalloc_at(len, gfp, (uintptr_t)__builtin_return_address(0));

@@ -164,6 +164,105 @@ static void test_strdup_memdup_sensitive(void)
     (void)c32;
 }
 
+/* Today's allocation family (6.18 slab.h): kvmalloc and friends are k*
+ * blocks of any size, the _node and _lru calls ignore what has no meaning
+ * here, the string helpers terminate, the overflow checks return NULL. */
+static void test_kv_node_family(void)
+{
+    char *v = kvmalloc(3u << 20, GFP_KERNEL);                   /* a large block (buddy) */
+    CHECK(v != NULL);
+    memset(v, 0x11, 3u << 20);
+    CHECK(ksize(v) >= (3u << 20));
+    char *w = kvrealloc(v, 6u << 20, GFP_KERNEL);               /* to a huge block, contents kept */
+    CHECK(w != NULL);
+    CHECK(w[0] == 0x11 && w[(3u << 20) - 1] == 0x11);
+    kvfree(w);
+    unsigned char *z = kvzalloc(100000, GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
+    CHECK(z != NULL);
+    size_t nz = 0;
+    for (size_t i = 0; i < 100000; i++)
+        nz += z[i] != 0;
+    CHECK_EQ(nz, 0);
+    kvfree_sensitive(z, 100000);
+    int *c = kvcalloc(1000, sizeof(int), GFP_KERNEL);
+    CHECK(c != NULL && c[0] == 0 && c[999] == 0);
+    kvfree(c);
+    CHECK(kvmalloc_array(SIZE_MAX / 2, 4, GFP_KERNEL) == NULL);   /* overflow */
+    CHECK(kvcalloc(SIZE_MAX / 8, 16, GFP_KERNEL) == NULL);
+    kvfree(NULL);
+    kvfree(ZERO_SIZE_PTR);
+
+    int *a = kmalloc_node(40, GFP_KERNEL, 0);
+    CHECK(a != NULL && ksize(a) >= 40);
+    int *b = krealloc_array(a, 100, sizeof(int), GFP_KERNEL);
+    CHECK(b != NULL && ksize(b) >= 400);
+    CHECK(krealloc_array(b, SIZE_MAX / 2, 3, GFP_KERNEL) == NULL);   /* b untouched */
+    b[99] = 7;
+    kfree(b);
+    char *zn = kzalloc_node(64, GFP_KERNEL, NUMA_NO_NODE);
+    CHECK(zn != NULL && zn[0] == 0 && zn[63] == 0);
+    kfree(zn);
+    long *an = kcalloc_node(8, sizeof(long), GFP_KERNEL, 1);
+    CHECK(an != NULL && an[7] == 0);
+    kfree(an);
+    CHECK(kmalloc_array_node(SIZE_MAX, 2, GFP_KERNEL, 0) == NULL);
+
+    char *m = kmemdup_nul("abcdef", 3, GFP_KERNEL);
+    CHECK(m != NULL && strcmp(m, "abc") == 0);
+    kfree(m);
+    char raw[4] = { 'w', 'x', 'y', 'z' };                       /* no NUL in the source */
+    m = kmemdup_nul(raw, 4, GFP_KERNEL);
+    CHECK(m != NULL && strcmp(m, "wxyz") == 0);
+    kfree(m);
+    CHECK(kmemdup_nul(NULL, 3, GFP_KERNEL) == NULL);
+    m = kstrndup("hello", 3, GFP_KERNEL);
+    CHECK(m != NULL && strcmp(m, "hel") == 0);
+    kfree(m);
+    m = kstrndup("hi", 100, GFP_KERNEL);
+    CHECK(m != NULL && strcmp(m, "hi") == 0 && ksize(m) < 100);
+    kfree(m);
+    CHECK(kstrndup(NULL, 5, GFP_KERNEL) == NULL);
+
+    struct kmem_cache *s = kmem_cache_create("acct", 72, 0, SLAB_ACCOUNT | SLAB_RECLAIM_ACCOUNT, NULL);
+    CHECK(s != NULL);
+    void *o1 = kmem_cache_alloc_node(s, GFP_KERNEL, NUMA_NO_NODE);
+    void *o2 = kmem_cache_alloc_lru(s, (struct list_lru *)NULL, GFP_KERNEL | __GFP_ZERO);
+    CHECK(o1 && o2 && o1 != o2);
+    CHECK(((char *)o2)[0] == 0 && ((char *)o2)[71] == 0);
+    kmem_cache_free(s, o1);
+    kmem_cache_free(s, o2);
+    kmem_cache_destroy(s);
+}
+
+/* __free(kfree): freed at the end of the scope unless taken. */
+static void *scoped_keep(void)
+{
+    char *p __free(kfree) = kmalloc(48, GFP_KERNEL);
+    if (!p)
+        return NULL;
+    p[0] = 'k';
+    return_ptr(p);
+}
+static void test_cleanup_helpers(void)
+{
+    struct kslab_stats before, after;
+    struct kmem_cache *k48 = kslab_kmalloc_cache(48);
+    CHECK(kslab_cache_stats(k48, &before) == 0);
+    {
+        char *q __free(kfree) = kmalloc(48, GFP_KERNEL);
+        CHECK(q != NULL);
+        char *e __free(kfree) = (char *)(uintptr_t)-12;          /* an ERR_PTR: not freed */
+        char *n __free(kvfree) = NULL;
+        (void)e;
+        (void)n;
+    }
+    char *kept = scoped_keep();
+    CHECK(kept != NULL && kept[0] == 'k');
+    CHECK(kslab_cache_stats(k48, &after) == 0);
+    CHECK_EQ(after.active_objs, before.active_objs + 1);          /* q freed, kept alive */
+    kfree(kept);
+}
+
 static void test_cache_basics(void)
 {
     struct kmem_cache *c = kmem_cache_create("test_obj", 200, 0, SLAB_NO_MERGE, NULL);
@@ -434,6 +533,8 @@ int main(void)
     test_large();
     test_krealloc();
     test_strdup_memdup_sensitive();
+    test_kv_node_family();
+    test_cleanup_helpers();
     test_cache_basics();
     test_ctor_and_layout();
     test_merging();
