@@ -81,9 +81,60 @@ struct kmem_cache;
 KSLAB_API struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
                                                unsigned int align, slab_flags_t flags,
                                                void (*ctor)(void *));
+/* kmem_cache_create's second form (Linux 6.12+): kmem_cache_create(name,
+ * size, &args, flags), or NULL args for every default.  align and ctor as
+ * in the first form; useroffset/usersize: the hardened-usercopy window,
+ * recorded (there is no copy_to_user to check here); freeptr_offset with
+ * use_freeptr_offset: a SLAB_TYPESAFE_BY_RCU cache keeps a free object's
+ * free pointer in that word of the object (aligned, inside it) instead of
+ * growing the object by one; sheaf_capacity: the objects each per-CPU
+ * sheaf of the cache holds (at most 59; 0: kslab's choice).  A cache with
+ * a usercopy window, a placed free pointer or its own sheaf capacity is
+ * never merged. */
+struct kmem_cache_args {
+    unsigned int align;
+    unsigned int useroffset;
+    unsigned int usersize;
+    unsigned int freeptr_offset;
+#ifdef __cplusplus
+    bool use_freeptr_offset;
+#else
+    _Bool use_freeptr_offset;
+#endif
+    void (*ctor)(void *);
+    unsigned int sheaf_capacity;
+};
+KSLAB_API struct kmem_cache *__kmem_cache_create_args(const char *name, unsigned int size,
+                                                      struct kmem_cache_args *args,
+                                                      slab_flags_t flags);
+static inline struct kmem_cache *__kmem_cache_default_args(const char *name, unsigned int size,
+                                                           struct kmem_cache_args *args,
+                                                           slab_flags_t flags)
+{
+    (void)args;
+    return __kmem_cache_create_args(name, size, (struct kmem_cache_args *)0, flags);
+}
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+/* The third argument picks the form, as in the kernel's slab.h. */
+#define kmem_cache_create(__name, __object_size, __args, ...)                    \
+    _Generic((__args),                                                           \
+        struct kmem_cache_args *: __kmem_cache_create_args,                      \
+        void *: __kmem_cache_default_args,                                       \
+        default: kmem_cache_create)(__name, __object_size, __args, __VA_ARGS__)
+#endif
+KSLAB_API struct kmem_cache *kmem_cache_create_usercopy(const char *name, unsigned int size,
+                                                        unsigned int align, slab_flags_t flags,
+                                                        unsigned int useroffset,
+                                                        unsigned int usersize,
+                                                        void (*ctor)(void *));
 #define KMEM_CACHE(__struct, __flags)                                            \
     kmem_cache_create(#__struct, sizeof(struct __struct),                        \
                       _Alignof(struct __struct), (__flags), NULL)
+#define KMEM_CACHE_USERCOPY(__struct, __flags, __field)                          \
+    kmem_cache_create_usercopy(#__struct, sizeof(struct __struct),               \
+                               _Alignof(struct __struct), (__flags),             \
+                               offsetof(struct __struct, __field),               \
+                               sizeof(((struct __struct *)0)->__field), NULL)
 KSLAB_API void kmem_cache_destroy(struct kmem_cache *s);
 KSLAB_API int kmem_cache_shrink(struct kmem_cache *s);
 KSLAB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags) KSLAB_MALLOC_ATTR;
@@ -338,6 +389,13 @@ KSLAB_API const char *kslab_cpu_mode(void);
 KSLAB_API int kslab_kfence_object(const void *p);
 
 #ifdef __cplusplus
+}
+/* C++ has no _Generic: the args form is an overload. */
+static inline struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
+                                                   struct kmem_cache_args *args,
+                                                   slab_flags_t flags)
+{
+    return __kmem_cache_create_args(name, size, args, flags);
 }
 #endif
 #endif /* KSLAB_H */

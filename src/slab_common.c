@@ -203,9 +203,18 @@ static unsigned calculate_alignment(slab_flags_t flags, unsigned align, unsigned
 }
 
 static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, unsigned align,
-                       slab_flags_t flags, void (*ctor)(void *), int id, bool kmalloc)
+                       slab_flags_t flags, void (*ctor)(void *), int id, bool kmalloc,
+                       const struct kmem_cache_args *args)
 {
     memset(s, 0, sizeof *s);
+    s->freeptr_req = FREEPTR_NONE;
+    if (args) {
+        s->useroffset = args->useroffset;
+        s->usersize = args->usersize;
+        if (args->use_freeptr_offset)
+            s->freeptr_req = args->freeptr_offset;
+        s->sheaf_req = args->sheaf_capacity;
+    }
     s->pcpu = pcpu_none;            /* per-CPU sheaves come after slow start */
     s->pcpu_gen = 1;                /* never an entry's hint_gen 0: no hint yet */
     s->is_kmalloc = kmalloc;        /* before cache_init: it may pick the geometry by it */
@@ -232,6 +241,8 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     s->refcount = 1;
     if (kslab_be->cache_init(s))
         return -1;
+    if (s->sheaf_req && s->pcpu_cap)
+        s->pcpu_cap = (uint8_t)(s->sheaf_req < PCPU_CAP_MAX ? s->sheaf_req : PCPU_CAP_MAX);
     s->magic = CACHE_LIVE;
     s->next_cache = cache_list;
     s->pprev_cache = &cache_list;
@@ -265,7 +276,8 @@ void kslab_init(void)
         id_alloc();
         /* power-of-two classes naturally aligned, as the kernel creates them */
         cache_setup(&kslab_boot_caches[i], kmalloc_names[i], size,
-                    (size & (size - 1)) == 0 ? size : 0, 0, NULL, KMALLOC_CLASSES - 1 - i, true);
+                    (size & (size - 1)) == 0 ? size : 0, 0, NULL, KMALLOC_CLASSES - 1 - i, true,
+                    NULL);
     }
     id_alloc();
     /* Type-safe (the back-ends keep a free object's contents): a destroyed
@@ -273,13 +285,13 @@ void kslab_init(void)
      * after destroy is reported, not followed. */
     cache_setup(kmem_cache_cache, "kmem_cache", sizeof(struct kmem_cache), 64,
                 SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE | SLAB_TYPESAFE_BY_RCU, NULL,
-                KMALLOC_CLASSES, false);
+                KMALLOC_CLASSES, false, NULL);
     /* malloc's own classes: 16-byte aligned, as malloc promises. */
     for (unsigned i = 0; i < MALLOC_CLASSES; i++) {
         char name[KSLAB_NAME_LEN];
         unsigned size = kslab_malloc_class_size(i);
         snprintf(name, sizeof name, "malloc-%u", size);
-        cache_setup(kslab_malloc_caches[i], name, size, 16, 0, NULL, id_alloc(), true);
+        cache_setup(kslab_malloc_caches[i], name, size, 16, 0, NULL, id_alloc(), true, NULL);
     }
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */
@@ -383,8 +395,10 @@ static struct kmem_cache *find_mergeable(unsigned size, unsigned align, slab_fla
     return best;
 }
 
-struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsigned int align,
-                                     slab_flags_t flags, void (*ctor)(void *))
+/* Both forms of kmem_cache_create; args NULL for the legacy one. */
+static struct kmem_cache *cache_create(const char *name, unsigned int size, unsigned int align,
+                                       slab_flags_t flags, void (*ctor)(void *),
+                                       struct kmem_cache_args *args)
 {
     kslab_ensure_init();
     struct kmem_cache *s = NULL;
@@ -395,11 +409,25 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
         why = "object size out of range";
     else if (align & (align - 1))
         why = "alignment is not a power of two";
+    else if (args && args->use_freeptr_offset &&
+             (!(flags & SLAB_TYPESAFE_BY_RCU) || args->freeptr_offset % sizeof(void *) ||
+              args->freeptr_offset > size - sizeof(void *)))
+        why = "freeptr_offset needs SLAB_TYPESAFE_BY_RCU and an aligned word inside the object";
     if (why)
         goto fail;
+    if (args && (args->usersize > size || args->useroffset > size - args->usersize ||
+                 (!args->usersize && args->useroffset))) {
+        /* the kernel WARNs and drops the window */
+        kslab_warn("kmem_cache_create(%s): usercopy window %u+%u outside the object (%u): dropped",
+                   name, args->useroffset, args->usersize, size);
+        args->useroffset = args->usersize = 0;
+    }
     flags = kslab_debug_flags(name, flags);     /* a debugged cache is never merged */
     kslab_lock(&cache_lock);
-    s = find_mergeable(size, align, flags, ctor);
+    /* the kernel merges no cache with a usercopy window, a free pointer
+     * placed by hand or a sheaf capacity of its own */
+    bool own = args && (args->usersize || args->use_freeptr_offset || args->sheaf_capacity);
+    s = own ? NULL : find_mergeable(size, align, flags, ctor);
     if (s) {
         s->refcount++;
         kslab_unlock(&cache_lock);
@@ -417,7 +445,7 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size, unsign
     }
     s = kmem_cache_alloc(kmem_cache_cache, GFP_KERNEL);
     if (!s || cache_setup(s, name, size, align, flags & ~SLAB_KSLAB_KMALLOC, ctor, id,
-                          flags & SLAB_KSLAB_KMALLOC)) {
+                          flags & SLAB_KSLAB_KMALLOC, args)) {
         id_free((unsigned)id);
         kslab_unlock(&cache_lock);
         if (s)
@@ -432,6 +460,32 @@ fail:
     if (flags & SLAB_PANIC)
         kslab_report("kmem_cache_create(%s): %s", name ? name : "(null)", why);
     return NULL;
+}
+
+/* (the parentheses keep <kslab.h>'s two-form macro off the definition) */
+struct kmem_cache *(kmem_cache_create)(const char *name, unsigned int size, unsigned int align,
+                                       slab_flags_t flags, void (*ctor)(void *))
+{
+    return cache_create(name, size, align, flags, ctor, NULL);
+}
+
+struct kmem_cache *__kmem_cache_create_args(const char *name, unsigned int size,
+                                            struct kmem_cache_args *args, slab_flags_t flags)
+{
+    struct kmem_cache_args none = { 0 };
+    if (!args)
+        args = &none;
+    return cache_create(name, size, args->align, flags, args->ctor, args);
+}
+
+struct kmem_cache *kmem_cache_create_usercopy(const char *name, unsigned int size,
+                                              unsigned int align, slab_flags_t flags,
+                                              unsigned int useroffset, unsigned int usersize,
+                                              void (*ctor)(void *))
+{
+    struct kmem_cache_args a = { .align = align, .useroffset = useroffset,
+                                 .usersize = usersize, .ctor = ctor };
+    return cache_create(name, size, align, flags, ctor, &a);
 }
 
 static void flush_one(struct kslab_thread *t, void *s)

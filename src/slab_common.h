@@ -82,6 +82,7 @@ _Static_assert(NR_STATS == KSLAB_NR_EVENT_STATS, "stats enum and struct agree");
 #define KSLAB_CACHE_PRIV 128
 
 struct pcpu_sheaf;
+#define FREEPTR_NONE UINT32_MAX
 struct kmem_cache {
     /* ---- read by the fast paths and by pointer validation ---- */
     uint32_t id;               /* index into every thread's cpu arrays */
@@ -132,6 +133,11 @@ struct kmem_cache {
     /* ---- lifecycle, protected by cache_lock ---- */
     int refcount;              /* 1 + number of merged aliases */
     bool is_kmalloc;
+    /* struct kmem_cache_args (kmem_cache_create's args form): the usercopy
+     * window (recorded, never enforced: no copy_to_user here), the free
+     * pointer's place inside the object of a SLAB_TYPESAFE_BY_RCU cache
+     * (FREEPTR_NONE: after it), the per-CPU sheaves' capacity (0: kslab's) */
+    uint32_t useroffset, usersize, freeptr_req, sheaf_req;
     char name[KSLAB_NAME_LEN];
     struct kmem_cache *next_cache;
     struct kmem_cache **pprev_cache;   /* &previous->next_cache or &cache_list: O(1) unlink */

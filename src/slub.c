@@ -218,6 +218,10 @@ int slub_cache_init(struct kmem_cache *s)
     size_t size = ALIGN_UP(s->object_size, sizeof(void *));
     if (kslab_debugged(s)) {
         size = slub_debug_layout(s);    /* red zones, tracks, padding */
+    } else if (s->freeptr_req != FREEPTR_NONE && !(s->flags & SLAB_POISON)) {
+        /* kmem_cache_args.freeptr_offset: the user gave a word of the
+         * object that may change while it is free (RCU caches only) */
+        s->offset = s->freeptr_req;
     } else if (s->ctor || (s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON))) {
         /* the object's contents must survive while it is free */
         s->offset = (uint32_t)size;

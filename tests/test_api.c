@@ -263,6 +263,134 @@ static void test_cleanup_helpers(void)
     kfree(kept);
 }
 
+/* kmem_cache_create's args form: defaults through NULL, align and ctor
+ * from the struct, freeptr_offset placing an RCU cache's free pointer in
+ * the object (no growth, nothing else written), its refusals, the
+ * usercopy window, and sheaf_capacity sizing the per-CPU sheaves. */
+struct fp_obj {
+    long a, b;
+    long fp;                 /* may change while the object is free */
+    long rest[5];
+};
+static int args_ctor_calls;
+static void args_ctor(void *p)
+{
+    memset(p, 0x5a, 48);
+    args_ctor_calls++;
+}
+static uint64_t sheaf_events(struct kmem_cache *s)
+{
+    struct kslab_stats st;
+    CHECK(kslab_cache_stats(s, &st) == 0);
+    return st.sheaf_flush + st.barn_put + st.barn_get + st.alloc_slowpath;
+}
+static void sheaf_churn(struct kmem_cache *s)
+{
+    void *o[40];
+    for (int r = 0; r < 50; r++) {
+        for (int i = 0; i < 40; i++)
+            CHECK((o[i] = kmem_cache_alloc(s, GFP_KERNEL)) != NULL);
+        for (int i = 0; i < 40; i++)
+            kmem_cache_free(s, o[i]);
+    }
+}
+static void test_cache_args(void)
+{
+    struct kmem_cache *d = kmem_cache_create("args-null", 40, NULL, 0);
+    CHECK(d != NULL);
+    void *x = kmem_cache_alloc(d, GFP_KERNEL);
+    CHECK(x != NULL && ((uintptr_t)x & 7) == 0);
+    kmem_cache_free(d, x);
+    kmem_cache_destroy(d);
+
+    struct kmem_cache_args a = { .align = 256, .ctor = args_ctor };
+    struct kmem_cache *c = kmem_cache_create("args-align", 48, &a, SLAB_NO_MERGE);
+    CHECK(c != NULL);
+    unsigned char *y = kmem_cache_alloc(c, GFP_KERNEL);
+    CHECK(y != NULL && ((uintptr_t)y & 255) == 0);
+    CHECK(args_ctor_calls > 0 && y[0] == 0x5a && y[47] == 0x5a);
+    kmem_cache_free(c, y);
+    kmem_cache_destroy(c);
+
+    /* freeptr_offset: the stride stays sizeof(struct fp_obj), and a freed
+     * object's bytes outside the fp word are what the user left */
+    struct kmem_cache_args f = { .freeptr_offset = offsetof(struct fp_obj, fp),
+                                 .use_freeptr_offset = 1 };
+    struct kmem_cache *r = kmem_cache_create("args-rcu-fp", sizeof(struct fp_obj), &f,
+                                             SLAB_TYPESAFE_BY_RCU);
+    CHECK(r != NULL);
+    enum { NO = 32 };
+    struct fp_obj *o[NO];
+    uintptr_t gap = UINTPTR_MAX;
+    for (int i = 0; i < NO; i++) {
+        o[i] = kmem_cache_alloc(r, GFP_KERNEL);
+        CHECK(o[i] != NULL);
+        memset(o[i], 0xab, sizeof *o[i]);
+        for (int j = 0; j < i; j++) {
+            uintptr_t g = (uintptr_t)o[i] > (uintptr_t)o[j] ? (uintptr_t)o[i] - (uintptr_t)o[j]
+                                                            : (uintptr_t)o[j] - (uintptr_t)o[i];
+            if (g < gap)
+                gap = g;
+        }
+    }
+    /* not grown by a word (SLOB places each object in a block of its own
+     * choosing: no fixed stride to check) */
+    if (strcmp(kslab_allocator_name(), "slob") != 0)
+        CHECK_EQ(gap, sizeof(struct fp_obj));
+    for (int i = 0; i < NO; i++)
+        kmem_cache_free(r, o[i]);
+    long bad = 0;
+    for (int i = 0; i < NO; i++) {                       /* type-safe: still readable */
+        const unsigned char *b = (const unsigned char *)o[i];
+        for (size_t k = 0; k < sizeof *o[i]; k++)
+            if ((k < offsetof(struct fp_obj, fp) || k >= offsetof(struct fp_obj, rest)) &&
+                b[k] != 0xab)
+                bad++;
+    }
+    CHECK_EQ(bad, 0);
+    kmem_cache_destroy(r);
+
+    /* refusals, as the kernel's: not an RCU cache, a misaligned word, a
+     * word past the object */
+    CHECK(kmem_cache_create("args-fp-norcu", 64, &f, 0) == NULL);
+    f.freeptr_offset = 12;
+    CHECK(kmem_cache_create("args-fp-odd", 64, &f, SLAB_TYPESAFE_BY_RCU) == NULL);
+    f.freeptr_offset = 64;
+    CHECK(kmem_cache_create("args-fp-out", 64, &f, SLAB_TYPESAFE_BY_RCU) == NULL);
+
+    /* usercopy: recorded, and never merged */
+    struct uc { int hdr; char buf[32]; int tail; };
+    struct kmem_cache *u1 = KMEM_CACHE_USERCOPY(uc, 0, buf);
+    struct kmem_cache *u2 = kmem_cache_create_usercopy("uc2", sizeof(struct uc), 0, 0,
+                                                       offsetof(struct uc, buf), 32, NULL);
+    CHECK(u1 != NULL && u2 != NULL && u1 != u2);
+    void *ux = kmem_cache_alloc(u1, GFP_KERNEL);
+    CHECK(ux != NULL);
+    kmem_cache_free(u1, ux);
+    kmem_cache_destroy(u1);
+    kmem_cache_destroy(u2);
+
+    /* sheaf_capacity: a 4-object sheaf overflows where kslab's own does not */
+    struct kmem_cache_args sc = { .sheaf_capacity = 4 };
+    struct kmem_cache *small = kmem_cache_create("args-sheaf4", 64, &sc, 0);
+    struct kmem_cache *dflt = kmem_cache_create("args-sheaf-default", 64, 0, SLAB_NO_MERGE, NULL);
+    CHECK(small != NULL && dflt != NULL);
+    sheaf_churn(small);                                  /* past slow start */
+    sheaf_churn(dflt);
+    uint64_t e0 = sheaf_events(small), d0 = sheaf_events(dflt);
+    sheaf_churn(small);
+    sheaf_churn(dflt);
+    uint64_t es = sheaf_events(small) - e0, ed = sheaf_events(dflt) - d0;
+    printf("sheaf events in 4000 pairs: capacity 4 %llu, default %llu (%s mode)\n",
+           (unsigned long long)es, (unsigned long long)ed, kslab_cpu_mode());
+    /* (per-CPU sheaves front SLUB and SLAB; SLOB and slob-seg have none) */
+    const char *be = kslab_allocator_name();
+    if (strcmp(kslab_cpu_mode(), "percpu") == 0 && (!strcmp(be, "slub") || !strcmp(be, "slab")))
+        CHECK(es > ed + 50);
+    kmem_cache_destroy(small);
+    kmem_cache_destroy(dflt);
+}
+
 static void test_cache_basics(void)
 {
     struct kmem_cache *c = kmem_cache_create("test_obj", 200, 0, SLAB_NO_MERGE, NULL);
@@ -535,6 +663,7 @@ int main(void)
     test_strdup_memdup_sensitive();
     test_kv_node_family();
     test_cleanup_helpers();
+    test_cache_args();
     test_cache_basics();
     test_ctor_and_layout();
     test_merging();
