@@ -149,6 +149,27 @@ KSLAB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t flags, size_t si
 KSLAB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p);
 KSLAB_API void kfree_bulk(size_t size, void **p);
 
+/* Sheaves (Linux 6.18): objects reserved ahead of a section that must not
+ * fail.  kmem_cache_prefill_sheaf returns a sheaf holding at least `size`
+ * objects of s (NULL when memory is short: all or nothing); every
+ * kmem_cache_alloc_from_sheaf then succeeds until the sheaf is empty
+ * (NULL after), with __GFP_ZERO honoured; kmem_cache_refill_sheaf tops it
+ * up to `size` (0, or -ENOMEM with the sheaf as it was), replacing *sheafp
+ * when `size` exceeds its capacity; kmem_cache_return_sheaf frees the
+ * objects left and the sheaf.  A sheaf's capacity is the cache's
+ * sheaf_capacity (kmem_cache_args) or per-CPU sheaf size; a larger request
+ * gets an oversize sheaf of its own.  Objects in a sheaf count as
+ * allocated.  A sheaf is not thread-safe: one user at a time. */
+struct slab_sheaf;
+KSLAB_API struct slab_sheaf *kmem_cache_prefill_sheaf(struct kmem_cache *s, gfp_t gfp,
+                                                      unsigned int size);
+KSLAB_API int kmem_cache_refill_sheaf(struct kmem_cache *s, gfp_t gfp,
+                                      struct slab_sheaf **sheafp, unsigned int size);
+KSLAB_API void *kmem_cache_alloc_from_sheaf(struct kmem_cache *s, gfp_t gfp,
+                                            struct slab_sheaf *sheaf);
+KSLAB_API void kmem_cache_return_sheaf(struct kmem_cache *s, gfp_t gfp, struct slab_sheaf *sheaf);
+KSLAB_API unsigned int kmem_cache_sheaf_size(struct slab_sheaf *sheaf);
+
 static inline void *kmem_cache_zalloc(struct kmem_cache *s, gfp_t flags)
 {
     return kmem_cache_alloc(s, flags | __GFP_ZERO);

@@ -391,6 +391,61 @@ static void test_cache_args(void)
     kmem_cache_destroy(dflt);
 }
 
+/* The sheaf API: prefilled objects come out one by one, distinct and
+ * zeroed on request, NULL once empty; refill in place and beyond the
+ * capacity (objects kept); oversize sheaves; return gives every object
+ * back. */
+static void test_sheaves(void)
+{
+    struct kmem_cache *s = kmem_cache_create("sheaf-user", 96, 0, SLAB_NO_MERGE, NULL);
+    CHECK(s != NULL);
+    struct kslab_stats st0, st;
+    CHECK(kslab_cache_stats(s, &st0) == 0);
+    struct slab_sheaf *sh = kmem_cache_prefill_sheaf(s, GFP_KERNEL, 10);
+    CHECK(sh != NULL);
+    unsigned n = kmem_cache_sheaf_size(sh);
+    CHECK(n >= 10);
+    CHECK(kslab_cache_stats(s, &st) == 0);
+    CHECK_EQ(st.active_objs, st0.active_objs + n);      /* the caller's now */
+    void *got[64];
+    unsigned k = 0;
+    for (; k < n && k < 64; k++) {
+        unsigned char *x = kmem_cache_alloc_from_sheaf(s, GFP_KERNEL | __GFP_ZERO, sh);
+        CHECK(x != NULL);
+        CHECK(x && x[0] == 0 && x[95] == 0);
+        if (x)
+            memset(x, 0x77, 96);
+        got[k] = x;
+        for (unsigned j = 0; j < k; j++)
+            CHECK(got[j] != x);
+    }
+    CHECK_EQ(kmem_cache_sheaf_size(sh), n - k);
+    while (kmem_cache_sheaf_size(sh))
+        kmem_cache_free(s, kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, sh));
+    CHECK(kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, sh) == NULL);  /* empty */
+    /* refill in place, then beyond the capacity: objects kept */
+    CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, &sh, 3), 0);
+    CHECK_EQ(kmem_cache_sheaf_size(sh), 3);
+    void *mark = kmem_cache_alloc_from_sheaf(s, GFP_KERNEL, sh);
+    CHECK(mark != NULL);
+    kmem_cache_free(s, mark);
+    CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, &sh, 300), 0);
+    CHECK_EQ(kmem_cache_sheaf_size(sh), 300);
+    CHECK_EQ(kmem_cache_refill_sheaf(s, GFP_KERNEL, &sh, 200), 0);   /* already holds it */
+    CHECK_EQ(kmem_cache_sheaf_size(sh), 300);
+    kmem_cache_return_sheaf(s, GFP_KERNEL, sh);
+    for (unsigned j = 0; j < k; j++)
+        kmem_cache_free(s, got[j]);
+    struct slab_sheaf *big = kmem_cache_prefill_sheaf(s, GFP_KERNEL, 1000);   /* oversize */
+    CHECK(big != NULL && kmem_cache_sheaf_size(big) == 1000);
+    kmem_cache_return_sheaf(s, GFP_KERNEL, big);
+    kmem_cache_return_sheaf(s, GFP_KERNEL, NULL);
+    CHECK(kslab_cache_stats(s, &st) == 0);
+    CHECK_EQ(st.active_objs, st0.active_objs);          /* everything came back */
+    CHECK_EQ(kmem_cache_sheaf_size(NULL), 0);
+    kmem_cache_destroy(s);
+}
+
 static void test_cache_basics(void)
 {
     struct kmem_cache *c = kmem_cache_create("test_obj", 200, 0, SLAB_NO_MERGE, NULL);
@@ -664,6 +719,7 @@ int main(void)
     test_kv_node_family();
     test_cleanup_helpers();
     test_cache_args();
+    test_sheaves();
     test_cache_basics();
     test_ctor_and_layout();
     test_merging();

@@ -2,6 +2,7 @@
  * allocation returns NULL, nothing already allocated is touched, and the
  * caches work again once memory is back. */
 #include "check.h"
+#include <errno.h>
 #include <kslab.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -29,6 +30,14 @@ int main(void)
      * allocation, so that this thread's state for c, mapped on first use,
      * exists) */
     kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
+    /* a sheaf prefilled now must hand out every object once memory is gone
+     * (its own cache: c's counts are checked below) */
+    struct kmem_cache *cs = kmem_cache_create("oom_sheaf", 512, 0, SLAB_NO_MERGE, NULL);
+    CHECK(cs != NULL);
+    struct slab_sheaf *sh = kmem_cache_prefill_sheaf(cs, GFP_KERNEL, 20);
+    CHECK(sh != NULL);
+    unsigned in_sheaf = kmem_cache_sheaf_size(sh);
+    CHECK(in_sheaf >= 20);
     kslab_test_fail_map(-1);
     long n = 0;
     while (n < MAXOBJ && (objs[n] = kmem_cache_alloc(c, GFP_KERNEL)) != NULL) {
@@ -37,6 +46,17 @@ int main(void)
     }
     CHECK(n < MAXOBJ);                      /* it did run out */
     CHECK(kmem_cache_alloc(c, GFP_KERNEL) == NULL);
+    /* the sheaf's guarantee: nothing it holds can fail; a new one, or a
+     * refill past what it holds, fails cleanly and changes nothing */
+    CHECK(kmem_cache_prefill_sheaf(cs, GFP_KERNEL, 2000) == NULL);
+    struct slab_sheaf *before = sh;
+    CHECK_EQ(kmem_cache_refill_sheaf(cs, GFP_KERNEL, &sh, in_sheaf + 2000), -ENOMEM);
+    CHECK(sh == before && kmem_cache_sheaf_size(sh) == in_sheaf);
+    void *from_sheaf[64];
+    unsigned took = 0;
+    while (took < 64 && (from_sheaf[took] = kmem_cache_alloc_from_sheaf(cs, GFP_KERNEL, sh)))
+        took++;
+    CHECK_EQ(took, in_sheaf < 64 ? in_sheaf : 64);
     CHECK(kmalloc(1 << 16, GFP_KERNEL) == NULL);
     CHECK(kmem_cache_create("oom_new", 5000, 0, SLAB_NO_MERGE, NULL) == NULL ||
           kmem_cache_alloc(c, GFP_KERNEL) == NULL);
@@ -89,6 +109,12 @@ int main(void)
     kslab_cache_stats(c, &st);
     CHECK_EQ(st.active_objs, 0);
     kmem_cache_destroy(c);
+    for (unsigned i = 0; i < took; i++)
+        kmem_cache_free(cs, from_sheaf[i]);
+    kmem_cache_return_sheaf(cs, GFP_KERNEL, sh);
+    kslab_cache_stats(cs, &st);
+    CHECK_EQ(st.active_objs, 0);
+    kmem_cache_destroy(cs);
     printf("ran out after %ld objects\n", n);
     return check_done();
 }
