@@ -318,6 +318,25 @@ DEFINE_FREE(kvfree, void *, if (!KSLAB_IS_ERR_OR_NULL(_T)) kvfree(_T))
 DEFINE_FREE(kfree_sensitive, void *, if (_T) kfree_sensitive(_T))
 #endif
 
+/* kmem_buckets (the kernel's CONFIG_SLAB_BUCKETS): a private copy of every
+ * kmalloc class, named NAME-8 .. NAME-8k, never merged and visible in
+ * slabinfo, so that objects a subsystem sizes from user input do not share
+ * slabs with everyone else's kmalloc objects (cross-cache heap grooming).
+ * kmem_buckets_alloc(b, size, gfp) is kmalloc from b's classes (NULL b:
+ * plain kmalloc; above 8 KiB the page allocator, as kmalloc); the objects
+ * are kmalloc objects for kfree, ksize and krealloc.  useroffset/usersize
+ * give each class's usercopy window, clipped to it; ctor runs as a cache
+ * ctor.  As in the kernel there is no destroy: buckets last. */
+#define KSLAB_KMALLOC_CLASSES 13
+typedef struct kmem_cache *kmem_buckets[KSLAB_KMALLOC_CLASSES];
+KSLAB_API kmem_buckets *kmem_buckets_create(const char *name, slab_flags_t flags,
+                                            unsigned int useroffset, unsigned int usersize,
+                                            void (*ctor)(void *));
+KSLAB_API void *kmem_buckets_alloc(kmem_buckets *b, size_t size, gfp_t flags) KSLAB_MALLOC_ATTR;
+KSLAB_API void *kmem_buckets_alloc_track_caller(kmem_buckets *b, size_t size,
+                                                gfp_t flags) KSLAB_MALLOC_ATTR;
+KSLAB_API void *kmem_buckets_valloc(kmem_buckets *b, size_t size, gfp_t flags) KSLAB_MALLOC_ATTR;
+
 /* ---- observability ------------------------------------------------------ */
 
 /* Print every cache in the /proc/slabinfo version 2.1 format. */

@@ -512,6 +512,35 @@ static cold_fn void *kmalloc_large(size_t size, gfp_t flags)
  * instruction, as against the constant before), which random caches set
  * to 0, so that every request takes kmalloc_other.
  */
+/* A private copy of every kmalloc class, named PREFIX-SIZE (kmalloc-rnd-01-32,
+ * msg_msg-96): never merged, aligned as the classes, kmalloc caches (krealloc
+ * and ksize treat their objects as kmalloc's).  The usercopy window is
+ * clipped to each class as the kernel's kmem_buckets_create does.  false
+ * (and nothing left created) if a cache cannot be made. */
+static bool kmalloc_copies(struct kmem_cache *out[KMALLOC_CLASSES], const char *prefix,
+                           slab_flags_t flags, unsigned useroffset, unsigned usersize,
+                           void (*ctor)(void *))
+{
+    for (unsigned i = 0; i < KMALLOC_CLASSES; i++) {
+        char name[KSLAB_NAME_LEN];
+        unsigned size = kmalloc_sizes[i];
+        snprintf(name, sizeof name, "%s-%s", prefix, kmalloc_names[i] + 8);
+        struct kmem_cache_args a = { .align = (size & (size - 1)) ? 0 : size, .ctor = ctor };
+        if (usersize && useroffset < size) {
+            a.useroffset = useroffset;
+            a.usersize = size - useroffset < usersize ? size - useroffset : usersize;
+        }
+        out[i] = __kmem_cache_create_args(name, size, &a,
+                                          flags | SLAB_NO_MERGE | SLAB_KSLAB_KMALLOC);
+        if (!out[i]) {
+            while (i--)
+                kmem_cache_destroy(out[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
 #define RANDOM_KMALLOC_MAX 15
 static size_t kmalloc_fast_max = KMALLOC_MAX_CACHE_SIZE;
 static unsigned random_kmalloc;             /* N; release-stored after the copies */
@@ -528,18 +557,15 @@ void kslab_random_kmalloc_init(void)
                    RANDOM_KMALLOC_MAX, RANDOM_KMALLOC_MAX);
         n = RANDOM_KMALLOC_MAX;
     }
-    for (unsigned k = 0; k < n; k++)
-        for (unsigned i = 0; i < KMALLOC_CLASSES; i++) {
-            char name[KSLAB_NAME_LEN];
-            unsigned size = kmalloc_sizes[i];
-            snprintf(name, sizeof name, "kmalloc-rnd-%02u-%s", k + 1, kmalloc_names[i] + 8);
-            kmalloc_rnd[k][i] = kmem_cache_create(name, size, (size & (size - 1)) ? 0 : size,
-                                                  SLAB_NO_MERGE | SLAB_KSLAB_KMALLOC, NULL);
-            if (!kmalloc_rnd[k][i]) {
-                kslab_warn("KSLAB_RANDOM_KMALLOC: cannot create %s; random caches off", name);
-                return;
-            }
+    for (unsigned k = 0; k < n; k++) {
+        char prefix[24];
+        snprintf(prefix, sizeof prefix, "kmalloc-rnd-%02u", k + 1);
+        if (!kmalloc_copies(kmalloc_rnd[k], prefix, 0, 0, 0, NULL)) {
+            kslab_warn("KSLAB_RANDOM_KMALLOC: cannot create the %s caches; random caches off",
+                       prefix);
+            return;
         }
+    }
     random_kmalloc_seed = kslab_random64();
     /* release: the copies and the seed before any thread that reads N */
     __atomic_store_n(&random_kmalloc, (unsigned)n, __ATOMIC_RELEASE);
@@ -590,6 +616,50 @@ void *kmalloc(size_t size, gfp_t flags)
     if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
         return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
     return kmalloc_other(size, flags, (uintptr_t)__builtin_return_address(0));
+}
+
+/* ---- kmem_buckets: a private set of kmalloc classes ------------------------ */
+
+_Static_assert(KSLAB_KMALLOC_CLASSES == KMALLOC_CLASSES, "kmem_buckets has a cache per class");
+
+kmem_buckets *kmem_buckets_create(const char *name, slab_flags_t flags, unsigned int useroffset,
+                                  unsigned int usersize, void (*ctor)(void *))
+{
+    kslab_ensure_init();
+    if (!name || !*name || strlen(name) + 4 >= KSLAB_NAME_LEN)
+        return NULL;
+    kmem_buckets *b = kmalloc(sizeof *b, GFP_KERNEL);
+    if (b && !kmalloc_copies(*b, name, flags & ~SLAB_KSLAB_KMALLOC, useroffset, usersize, ctor)) {
+        kfree(b);
+        b = NULL;
+    }
+    return b;
+}
+
+static void *buckets_alloc(kmem_buckets *b, size_t size, gfp_t flags, uintptr_t caller)
+{
+    if (!b)
+        return kmalloc_at(size, flags, caller);
+    if (size == 0)
+        return ZERO_SIZE_PTR;
+    if (size > KMALLOC_MAX_CACHE_SIZE)
+        return kmalloc_large(size, flags);   /* the page allocator's, as the kernel's */
+    return fast_alloc((*b)[kmalloc_index(size)], flags, size);
+}
+
+void *kmem_buckets_alloc(kmem_buckets *b, size_t size, gfp_t flags)
+{
+    return buckets_alloc(b, size, flags, (uintptr_t)__builtin_return_address(0));
+}
+
+void *kmem_buckets_alloc_track_caller(kmem_buckets *b, size_t size, gfp_t flags)
+{
+    return buckets_alloc(b, size, flags, (uintptr_t)__builtin_return_address(0));
+}
+
+void *kmem_buckets_valloc(kmem_buckets *b, size_t size, gfp_t flags)
+{
+    return buckets_alloc(b, size, flags, (uintptr_t)__builtin_return_address(0));
 }
 
 /* malloc above 128 KiB: the thread's pcp list of the page class (one load

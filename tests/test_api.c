@@ -446,6 +446,63 @@ static void test_sheaves(void)
     kmem_cache_destroy(s);
 }
 
+/* kmem_buckets: a private copy of each kmalloc class, in slabinfo, serving
+ * kmem_buckets_alloc by size; NULL buckets are kmalloc; large sizes go to
+ * the page allocator; the objects are kmalloc objects for ksize, krealloc
+ * and kfree. */
+static int bucket_ctor_calls;
+static void bucket_ctor(void *p)
+{
+    (void)p;
+    bucket_ctor_calls++;
+}
+static void test_buckets(void)
+{
+    kmem_buckets *b = kmem_buckets_create("msgb", 0, 16, 1000, NULL);
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    CHECK(strcmp(kslab_cache_name((*b)[3]), "msgb-64") == 0);
+    CHECK(strcmp(kslab_cache_name((*b)[4]), "msgb-96") == 0);
+    CHECK(strcmp(kslab_cache_name((*b)[KSLAB_KMALLOC_CLASSES - 1]), "msgb-8k") == 0);
+    char info[1 << 16];
+    FILE *f = fmemopen(info, sizeof info, "w");
+    kslab_slabinfo(f);
+    fclose(f);
+    info[sizeof info - 1] = 0;
+    CHECK(strstr(info, "msgb-64 ") != NULL && strstr(info, "msgb-8k ") != NULL);
+    struct kslab_stats mine0, mine, km0, km;
+    kslab_cache_stats((*b)[3], &mine0);
+    kslab_cache_stats(kslab_kmalloc_cache(50), &km0);
+    char *p = kmem_buckets_alloc(b, 50, GFP_KERNEL | __GFP_ZERO);
+    CHECK(p != NULL && p[0] == 0 && p[49] == 0);
+    kslab_cache_stats((*b)[3], &mine);
+    kslab_cache_stats(kslab_kmalloc_cache(50), &km);
+    CHECK_EQ(mine.active_objs, mine0.active_objs + 1);      /* from the private class */
+    CHECK_EQ(km.active_objs, km0.active_objs);              /* not from kmalloc-64 */
+    CHECK(ksize(p) >= 50 && ksize(p) <= 64);              /* (SLOB keeps a header) */
+    memcpy(p, "bucket", 7);
+    char *q = krealloc(p, 300, GFP_KERNEL);
+    CHECK(q != NULL && strcmp(q, "bucket") == 0);
+    kfree(q);
+    CHECK(kmem_buckets_alloc(b, 0, GFP_KERNEL) == ZERO_SIZE_PTR);
+    void *big = kmem_buckets_alloc(b, 100000, GFP_KERNEL);
+    CHECK(big != NULL && ksize(big) >= 100000);
+    kfree(big);
+    void *t = kmem_buckets_alloc_track_caller(b, 8000, GFP_KERNEL);
+    CHECK(t != NULL && ksize(t) >= 8000);
+    kfree(t);
+    void *v = kmem_buckets_valloc(NULL, 40, GFP_KERNEL);     /* NULL buckets: kmalloc */
+    CHECK(v != NULL && ksize(v) >= 40);
+    kfree(v);
+    kmem_buckets *c = kmem_buckets_create("ctorb", 0, 0, 0, bucket_ctor);
+    CHECK(c != NULL);
+    void *cx = kmem_buckets_alloc(c, 20, GFP_KERNEL);
+    CHECK(cx != NULL && bucket_ctor_calls > 0);
+    kfree(cx);
+    CHECK(kmem_buckets_create("", 0, 0, 0, NULL) == NULL);
+}
+
 static void test_cache_basics(void)
 {
     struct kmem_cache *c = kmem_cache_create("test_obj", 200, 0, SLAB_NO_MERGE, NULL);
@@ -720,6 +777,7 @@ int main(void)
     test_cleanup_helpers();
     test_cache_args();
     test_sheaves();
+    test_buckets();
     test_cache_basics();
     test_ctor_and_layout();
     test_merging();
