@@ -337,6 +337,20 @@ KSLAB_API void *kmem_buckets_alloc_track_caller(kmem_buckets *b, size_t size,
                                                 gfp_t flags) KSLAB_MALLOC_ATTR;
 KSLAB_API void *kmem_buckets_valloc(kmem_buckets *b, size_t size, gfp_t flags) KSLAB_MALLOC_ATTR;
 
+/* The start of the live object or block (slab object, large or huge
+ * kmalloc block, KFENCE object) that contains p, or NULL.  What the
+ * kernel's kfree_rcu gets from its rcu_head's offset: kslab-rcu.h's
+ * callbacks are given the rcu_head inside the object. */
+KSLAB_API void *kslab_object_start(const void *p);
+/* Registers RCU for the slab layer (libkslab-rcu does it when loaded):
+ * defer(fn, arg) runs fn(arg) after a grace period, barrier() waits for
+ * every deferred call.  Then kmem_cache_shrink gives a SLAB_TYPESAFE_BY_RCU
+ * cache's empty slabs back after a grace period (without RCU they stay
+ * until the cache is destroyed), and kmem_cache_destroy of such a cache
+ * calls barrier() first, as the kernel's calls rcu_barrier(). */
+KSLAB_API void kslab_set_rcu_ops(void (*defer)(void (*fn)(void *), void *arg),
+                                 void (*barrier)(void));
+
 /* ---- observability ------------------------------------------------------ */
 
 /* Print every cache in the /proc/slabinfo version 2.1 format. */

@@ -133,6 +133,16 @@ int kslab_kfence_object(const void *x)
     return m && m->state == SLOT_ALLOCATED;
 }
 
+void *kslab_kfence_start_of(const void *x)
+{
+    unsigned i;
+    struct kfence_meta *m = slot_of(x, &i);
+    return m && m->state == SLOT_ALLOCATED && (const char *)x >= m->addr &&
+                   (const char *)x < m->addr + m->size
+               ? m->addr
+               : NULL;
+}
+
 static const char *cache_name_of(const struct kfence_meta *m)
 {
     return m->cache ? m->cache->name : "(none)";

@@ -22,4 +22,6 @@ void *kslab_kfence_alloc(struct kmem_cache *s, size_t size, gfp_t gfp);
  * want names another cache), and its size. */
 void kslab_kfence_free(struct kmem_cache *want, const void *x, const char *fn);
 size_t kslab_kfence_ksize(const void *x, const char *fn);
+/* The live KFENCE object holding x (owned by the pool), or NULL. */
+void *kslab_kfence_start_of(const void *x);
 #endif

@@ -54,17 +54,6 @@ _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
                  "a loop (double free)", slab_base, s->name, s->objects);
 }
 
-/* The head descriptor of the slab holding x (x in an arena), or NULL if x
- * is not in a live slab. */
-static inline struct slab *arena_slab_of(const void *x)
-{
-    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
-    if (!s)
-        return NULL;
-    struct slab *head = addr_desc((uintptr_t)x & s->slab_mask);
-    return head->pg_state == PG_SLAB ? head : NULL;
-}
-
 /* Why x is not a valid object (of `want` when not NULL): the one-line
  * report every back-end's validation ends in. */
 _Noreturn void kslab_bad_free(const char *fn, struct kmem_cache *s, const void *x)

@@ -340,12 +340,10 @@ static void slab_destroy(struct kmem_cache *s, struct slab *slab)
 
 /* Take free slabs off the free list while more than `keep` free objects sit
  * in slabs (list_lock held); returns them linked by ->next. */
-static struct slab *trim_free_slabs(struct kmem_cache *s, unsigned long keep)
+static struct slab *take_free_slabs(struct kmem_cache *s, unsigned long keep)
 {
     struct slab_cache *sc = slab_c(s);
     struct slab *out = NULL;
-    if (s->flags & SLAB_TYPESAFE_BY_RCU)
-        return NULL;                   /* its slabs stay while the cache lives */
     while (sc->slabs_free && sc->free_objects > keep) {
         struct slab *slab = sc->slabs_free;
         list_del_slab(s, slab);
@@ -354,6 +352,22 @@ static struct slab *trim_free_slabs(struct kmem_cache *s, unsigned long keep)
         out = slab;
     }
     return out;
+}
+
+static struct slab *trim_free_slabs(struct kmem_cache *s, unsigned long keep)
+{
+    if (s->flags & SLAB_TYPESAFE_BY_RCU)
+        return NULL;                   /* its slabs stay: kslab_rcu_shrink */
+    return take_free_slabs(s, keep);
+}
+
+/* Every free slab of an RCU cache, for kslab_rcu_shrink. */
+static struct slab *take_rcu_free(struct kmem_cache *s)
+{
+    kslab_lock(&s->list_lock);
+    struct slab *l = take_free_slabs(s, 0);
+    kslab_unlock(&s->list_lock);
+    return l;
 }
 
 static void destroy_list(struct kmem_cache *s, struct slab *list)
@@ -754,6 +768,8 @@ static int slab_shrink(struct kmem_cache *s)
     struct slab *reap = trim_free_slabs(s, 0);
     kslab_unlock(&s->list_lock);
     destroy_list(s, reap);
+    if (s->flags & SLAB_TYPESAFE_BY_RCU)
+        kslab_rcu_shrink(s, take_rcu_free, destroy_list);
     pages_release_all();
     return 0;
 }

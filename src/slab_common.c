@@ -366,6 +366,85 @@ void kslab_discard_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, st
     pages_free(slab, s->order);
 }
 
+/* The start of the object or block containing p, for kfree_rcu (kslab-rcu.h:
+ * an rcu_head inside the object is all the callback gets). */
+void *kslab_object_start(const void *p)
+{
+    kslab_ensure_init();
+    if (!p)
+        return NULL;
+    if (kslab_kfence_owns(p))
+        return kslab_kfence_start_of(p);
+    if (!in_arena(p)) {
+        struct huge_hdr *h = huge_of(p);
+        return h && huge_is_live(h) ? h->base : NULL;
+    }
+    struct slab *d = addr_desc((uintptr_t)p);
+    struct kmem_cache *s = d->cache;
+    if (!s) {                                           /* a live large block's */
+        struct slab *h = pages_large_containing(p);
+        return h && __atomic_load_n(&h->pg_state, __ATOMIC_RELAXED) == PG_LARGE
+                   ? slab_address(h) : NULL;
+    }
+    if (!s->objects) {                                  /* SLOB */
+        void *x = slob_object_start(p);
+        if (x)
+            return x;
+        return (void *)((uintptr_t)p & ~((PAGE_SIZE << d->pg_order) - 1));   /* a big block */
+    }
+    struct slab *slab = arena_slab_of(p);
+    if (!slab)
+        return NULL;
+    uintptr_t base = (uintptr_t)slab_address(slab) + slab->pg_colour;
+    if ((uintptr_t)p < base)
+        return NULL;
+    uintptr_t idx = ((uintptr_t)p - base) / s->size;
+    return idx < s->objects ? (void *)(base + idx * s->size) : NULL;
+}
+
+void (*kslab_rcu_defer)(void (*fn)(void *), void *arg);
+void (*kslab_rcu_barrier)(void);
+
+/* A SLAB_TYPESAFE_BY_RCU cache's empty slabs, given back after a grace
+ * period (readers may still be looking at their objects) when RCU is
+ * registered; kept otherwise.  take() unlinks them (->next list), called
+ * only once the node that carries them through the grace period exists. */
+struct rcu_discard {
+    struct kmem_cache *s;
+    struct slab *slabs;
+    void (*discard)(struct kmem_cache *, struct slab *);
+};
+static void rcu_discard_now(void *arg)
+{
+    struct rcu_discard *d = arg;
+    d->discard(d->s, d->slabs);
+    kfree(d);
+}
+void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cache *),
+                      void (*discard)(struct kmem_cache *, struct slab *))
+{
+    void (*defer)(void (*)(void *), void *) = kslab_rcu_defer;
+    if (!defer)
+        return;
+    struct rcu_discard *d = kmalloc(sizeof *d, GFP_KERNEL);
+    if (!d)
+        return;
+    d->s = s;
+    d->discard = discard;
+    d->slabs = take(s);
+    if (!d->slabs) {
+        kfree(d);
+        return;
+    }
+    defer(rcu_discard_now, d);
+}
+
+void kslab_set_rcu_ops(void (*defer)(void (*fn)(void *), void *arg), void (*barrier)(void))
+{
+    kslab_rcu_defer = defer;
+    kslab_rcu_barrier = barrier;
+}
+
 /* ---- cache lifecycle ------------------------------------------------------------ */
 
 /* (a cache annotated for ASan or valgrind has metadata in its slots too:
@@ -503,6 +582,10 @@ void kmem_cache_destroy(struct kmem_cache *s)
     if (!s)
         return;
     kslab_check_cache("kmem_cache_destroy", s);
+    /* as the kernel's: slabs of the cache waiting for a grace period are
+     * given back before the cache goes */
+    if ((s->flags & SLAB_TYPESAFE_BY_RCU) && kslab_rcu_barrier)
+        kslab_rcu_barrier();
     kslab_lock(&cache_lock);
     if (--s->refcount > 0) {
         kslab_unlock(&cache_lock);

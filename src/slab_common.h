@@ -558,6 +558,24 @@ struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
 /* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a
  * destroyed one.  Slow paths only. */
 void kslab_check_cache(const char *fn, struct kmem_cache *s);
+/* The head descriptor of the slab holding x (x in an arena), or NULL if x
+ * is not in a live slab. */
+static inline struct slab *arena_slab_of(const void *x)
+{
+    struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
+    if (!s)
+        return NULL;
+    struct slab *head = addr_desc((uintptr_t)x & s->slab_mask);
+    return head->pg_state == PG_SLAB ? head : NULL;
+}
+
+void *slob_object_start(const void *x);            /* slob.c: kslab_object_start's SLOB case */
+/* RCU, when libkslab-rcu registered it (kslab_set_rcu_ops): what runs
+ * after a grace period, and the barrier that waits for all of it. */
+extern void (*kslab_rcu_defer)(void (*fn)(void *), void *arg);
+extern void (*kslab_rcu_barrier)(void);
+void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cache *),
+                      void (*discard)(struct kmem_cache *, struct slab *));
 /* kmem_cache_shrink without the check: every CPU's sheaf, then the
  * back-end's shrink (never creates thread state; any lock order that
  * allows list_lock). */

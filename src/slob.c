@@ -335,6 +335,23 @@ static struct slob_hdr *used_block(struct kmem_cache *want, const void *x, const
     return h;
 }
 
+/* kslab_object_start for SLOB's shared pages: the start of the used block
+ * holding x, or NULL (x in a free block or a header). */
+void *slob_object_start(const void *x)
+{
+    struct slab *sp = addr_desc((uintptr_t)x);
+    if (sp->cache != &slob_pages)
+        return NULL;
+    char *page = slab_address(sp);
+    bool is_free = true;
+    kslab_lock(&slob_lock);
+    struct slob_hdr *h = block_containing(page, x, &is_free);
+    kslab_unlock(&slob_lock);
+    if (!h || is_free || (const char *)x < (const char *)(h + 1))
+        return NULL;
+    return h + 1;
+}
+
 static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x, const char *fn)
 {
     /* SLOB's pages name slob_pages, not the object's cache: look it up */

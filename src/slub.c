@@ -1102,14 +1102,25 @@ static struct slab *take_empty_partials(struct kmem_cache *s)
     return discard;
 }
 
+static void discard_list(struct kmem_cache *s, struct slab *list)
+{
+    while (list) {
+        struct slab *x = list;
+        list = x->next;
+        kslab_discard_slab(s, NULL, x);
+    }
+}
+
 int slub_shrink(struct kmem_cache *s)
 {
     struct kslab_thread *t = kslab_tls;
     barn_drain(s, true);            /* first: its frees may freeze slabs onto this thread */
     if (thread_is_real(t))
         slub_flush_thread(t, s);
-    if (s->flags & SLAB_TYPESAFE_BY_RCU)
+    if (s->flags & SLAB_TYPESAFE_BY_RCU) {
+        kslab_rcu_shrink(s, take_empty_partials, discard_list);
         return 0;
+    }
     struct slab *discard = take_empty_partials(s);
     while (discard) {
         struct slab *d = discard;
