@@ -41,6 +41,8 @@ KSLAB_API void kslab_kvfree_rcu_mightsleep(const void *p);
 #define kvfree_rcu(ptr, rhf) kfree_rcu(ptr, rhf)
 #define kfree_rcu_mightsleep(ptr) kslab_kvfree_rcu_mightsleep(ptr)
 #define kvfree_rcu_mightsleep(ptr) kslab_kvfree_rcu_mightsleep(ptr)
+/* Waits for every kvfree_rcu queued before it (liburcu's rcu_barrier). */
+#define kvfree_rcu_barrier() rcu_barrier()
 
 #ifdef __cplusplus
 }

@@ -74,6 +74,20 @@ typedef unsigned int slab_flags_t;
  * statistics (SLAB_RECLAIM_ACCOUNT) in user space.  Neither stops merging. */
 #define SLAB_ACCOUNT            0x04000000u
 #define SLAB_RECLAIM_ACCOUNT    0x00020000u
+#define SLAB_TEMPORARY          SLAB_RECLAIM_ACCOUNT
+/* Accepted, no effect: no DMA zones (SLAB_CACHE_DMA, SLAB_CACHE_DMA32), no
+ * debugobjects, kmemleak, fault injection, KASAN cache flags or slab
+ * object extensions in user space. */
+#define SLAB_CACHE_DMA          0x00004000u
+#define SLAB_CACHE_DMA32        0x00008000u
+#define SLAB_DEBUG_OBJECTS      0x00400000u
+#define SLAB_NOLEAKTRACE        0x00800000u
+#define SLAB_FAILSLAB           0x02000000u
+#define SLAB_KASAN              0x08000000u
+#define SLAB_NO_USER_FLAGS      0x00100000u
+#define SLAB_NO_OBJ_EXT         0x00000200u
+/* KFENCE never samples this cache's objects. */
+#define SLAB_SKIP_KFENCE        0x00001000u
 
 /* ---- caches ------------------------------------------------------------- */
 struct kmem_cache;
@@ -236,6 +250,31 @@ KSLAB_API char *kmemdup_nul(const char *s, size_t len, gfp_t gfp) KSLAB_MALLOC_A
 KSLAB_API char *kstrndup(const char *s, size_t max, gfp_t gfp) KSLAB_MALLOC_ATTR;
 
 /* The _node variants: one node, so the node is ignored. */
+/* kmalloc_track_caller: kmalloc charged to the caller's call site (the
+ * return address of the function that calls it, as the kernel's _RET_IP_):
+ * what random kmalloc caches and KSLAB_DEBUG's user tracking see. */
+KSLAB_API void *kslab_kmalloc_caller(size_t size, gfp_t flags, unsigned long caller)
+    KSLAB_MALLOC_ATTR;
+#define kmalloc_track_caller(size, flags)                                        \
+    kslab_kmalloc_caller((size), (flags), (unsigned long)__builtin_return_address(0))
+#define kmalloc_node_track_caller(size, flags, node)                             \
+    ((void)(node), kmalloc_track_caller((size), (flags)))
+/* Always true here: slabs work from the first call. */
+static inline int slab_is_available(void)
+{
+    return 1;
+}
+/* Memory cgroups do not exist here: charging always succeeds. */
+static inline _Bool kmem_cache_charge(void *objp, gfp_t gfpflags)
+{
+    (void)objp;
+    (void)gfpflags;
+    return 1;
+}
+/* Prints what kslab knows of the object holding p (cache, start, offset,
+ * size) on stderr; false if p is in no live kslab object. */
+KSLAB_API _Bool kmem_dump_obj(void *p);
+
 static inline void *kmalloc_node(size_t size, gfp_t flags, int node)
 {
     (void)node;
@@ -283,6 +322,14 @@ static inline void *kvmalloc_array(size_t n, size_t size, gfp_t flags)
 static inline void *kvcalloc(size_t n, size_t size, gfp_t flags)
 {
     return kmalloc_array(n, size, flags | __GFP_ZERO);
+}
+static inline void *kvmalloc_array_node(size_t n, size_t size, gfp_t flags, int node)
+{
+    return kmalloc_array_node(n, size, flags, node);
+}
+static inline void *kvcalloc_node(size_t n, size_t size, gfp_t flags, int node)
+{
+    return kmalloc_array_node(n, size, flags | __GFP_ZERO, node);
 }
 static inline __attribute__((warn_unused_result)) void *kvrealloc(const void *p, size_t size,
                                                                   gfp_t flags)

@@ -84,8 +84,10 @@ void *kslab_kfence_alloc(struct kmem_cache *s, size_t size, gfp_t gfp)
 {
     size_t align = s->align ? s->align : sizeof(void *);
     /* not SLAB_TYPESAFE_BY_RCU caches (the kmem_cache structs' among them):
-     * their freed objects must stay readable, and this page would not */
-    if (!size || size > PAGE_SIZE || align > PAGE_SIZE || (s->flags & SLAB_TYPESAFE_BY_RCU))
+     * their freed objects must stay readable, and this page would not;
+     * nor caches that asked for it with SLAB_SKIP_KFENCE */
+    if (!size || size > PAGE_SIZE || align > PAGE_SIZE ||
+        (s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_SKIP_KFENCE)))
         return NULL;
     kslab_lock(&kfence_lock);
     if (!ring_count) {

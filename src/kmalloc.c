@@ -662,6 +662,11 @@ void *kmem_buckets_valloc(kmem_buckets *b, size_t size, gfp_t flags)
     return buckets_alloc(b, size, flags, (uintptr_t)__builtin_return_address(0));
 }
 
+void *kslab_kmalloc_caller(size_t size, gfp_t flags, unsigned long caller)
+{
+    return kmalloc_at(size, flags, (uintptr_t)caller);
+}
+
 /* malloc above 128 KiB: the thread's pcp list of the page class (one load
  * finds the class), else the page allocator.  0 gets a unique 16-byte
  * object.  Cost: about 30 instructions on a pcp hit. */

@@ -402,6 +402,21 @@ void *kslab_object_start(const void *p)
     return idx < s->objects ? (void *)(base + idx * s->size) : NULL;
 }
 
+bool kmem_dump_obj(void *p)
+{
+    void *start = kslab_object_start(p);
+    if (!start)
+        return false;
+    struct slab *d = in_arena(p) && !kslab_kfence_owns(p) ? addr_desc((uintptr_t)p) : NULL;
+    struct kmem_cache *s = d ? d->cache : NULL;
+    bool slob = s && !s->objects;               /* SLOB: its pages name no single cache */
+    fprintf(stderr, " %s%s start %p pointer offset %zu size %zu\n",
+            slob ? "slob object" : s ? "slab " : kslab_kfence_owns(p) ? "kfence object"
+                                                                      : "kmalloc block",
+            s && !slob ? s->name : "", start, (size_t)((char *)p - (char *)start), ksize(start));
+    return true;
+}
+
 void (*kslab_rcu_defer)(void (*fn)(void *), void *arg);
 void (*kslab_rcu_barrier)(void);
 

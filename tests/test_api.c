@@ -234,6 +234,34 @@ static void test_kv_node_family(void)
     kmem_cache_destroy(s);
 }
 
+/* The rest of slab.h: track_caller, dump_obj, the accepted flags. */
+static void test_misc_api(void)
+{
+    void *a = kmalloc_track_caller(70, GFP_KERNEL);
+    void *b = kmalloc_node_track_caller(70, GFP_KERNEL | __GFP_ZERO, NUMA_NO_NODE);
+    CHECK(a && b && ((char *)b)[69] == 0 && ksize(a) >= 70);
+    CHECK(slab_is_available());
+    CHECK(kmem_cache_charge(a, GFP_KERNEL));
+    CHECK(kmem_dump_obj((char *)a + 5));
+    int local;
+    CHECK(!kmem_dump_obj(&local));
+    CHECK(kslab_object_start((char *)a + 5) == a);
+    CHECK(kslab_object_start(&local) == NULL);
+    kfree(a);
+    kfree(b);
+    slab_flags_t accepted[] = { SLAB_CACHE_DMA, SLAB_CACHE_DMA32, SLAB_DEBUG_OBJECTS,
+                                SLAB_NOLEAKTRACE, SLAB_FAILSLAB, SLAB_KASAN, SLAB_NO_USER_FLAGS,
+                                SLAB_NO_OBJ_EXT, SLAB_SKIP_KFENCE, SLAB_TEMPORARY };
+    for (size_t i = 0; i < sizeof accepted / sizeof *accepted; i++) {
+        struct kmem_cache *c = kmem_cache_create("flags", 56, 0, accepted[i], NULL);
+        CHECK(c != NULL);
+        void *o = kmem_cache_alloc(c, GFP_KERNEL);
+        CHECK(o != NULL);
+        kmem_cache_free(c, o);
+        kmem_cache_destroy(c);
+    }
+}
+
 /* __free(kfree): freed at the end of the scope unless taken. */
 static void *scoped_keep(void)
 {
@@ -778,6 +806,7 @@ int main(void)
     test_cache_args();
     test_sheaves();
     test_buckets();
+    test_misc_api();
     test_cache_basics();
     test_ctor_and_layout();
     test_merging();

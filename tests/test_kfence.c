@@ -108,9 +108,39 @@ static void works(void)
     kmem_cache_destroy(c);
 }
 
+/* SLAB_SKIP_KFENCE: never sampled; kslab_object_start and kmem_dump_obj
+ * know sampled objects. */
+static void skip_and_lookup(void)
+{
+    struct kmem_cache *c = kmem_cache_create("kfence_skip", 100, 0,
+                                             SLAB_NO_MERGE | SLAB_SKIP_KFENCE, NULL);
+    enum { N = 64 };
+    void *p[N];
+    int seen = 0;
+    for (int i = 0; i < N; i++)
+        seen += kslab_kfence_object(p[i] = kmem_cache_alloc(c, GFP_KERNEL));
+    CHECK_EQ(seen, 0);
+    for (int i = 0; i < N; i++)
+        kmem_cache_free(c, p[i]);
+    kmem_cache_destroy(c);
+    char *k = NULL;
+    for (int i = 0; i < 64 && !k; i++) {
+        char *x = kmalloc(48, GFP_KERNEL);
+        if (kslab_kfence_object(x))
+            k = x;
+        else
+            p[i] = x;
+    }
+    CHECK(k != NULL);
+    CHECK(kslab_object_start(k + 20) == k);
+    CHECK(kmem_dump_obj(k + 20));
+    kfree(k);
+}
+
 int main(void)
 {
     works();
+    skip_and_lookup();
     CHECK_DEATH(overflow, NULL, "KFENCE: out-of-bounds write at 0x", "1B right of kfence-#",
                 "of cache kmalloc-64");
     CHECK_DEATH(underflow, NULL, "KFENCE: out-of-bounds read at 0x", "1B left of kfence-#",
