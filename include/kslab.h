@@ -271,6 +271,13 @@ static inline _Bool kmem_cache_charge(void *objp, gfp_t gfpflags)
     (void)gfpflags;
     return 1;
 }
+/* kmalloc_nolock/kfree_nolock (6.18): callable from any context, a signal
+ * handler included -- no lock, no system call.  kmalloc_nolock may fail
+ * where kmalloc would not (it only takes what the current CPU's sheaf of
+ * the class holds; NULL in the per-thread mode); kfree_nolock frees at once
+ * when it can, else defers the free to the next slow-path allocation. */
+KSLAB_API void *kmalloc_nolock(size_t size, gfp_t gfp_flags, int node) KSLAB_MALLOC_ATTR;
+KSLAB_API void kfree_nolock(const void *objp);
 /* Prints what kslab knows of the object holding p (cache, start, offset,
  * size) on stderr; false if p is in no live kslab object. */
 KSLAB_API _Bool kmem_dump_obj(void *p);

@@ -400,10 +400,75 @@ static noinline void *malloc_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t 
     return malloc_errno(alloc_slow(s, gfp, kmalloc_size), gfp);
 }
 
+/* ---- kmalloc_nolock / kfree_nolock (6.18) ------------------------------------------- */
+/*
+ * For any context, a signal handler included (the kernel's: NMI and
+ * tracing): no lock, no system call, nothing that can deadlock with the
+ * code it interrupted.  kmalloc_nolock only pops the current CPU's sheaf of
+ * the kmalloc class (an rseq section: an interrupted one restarts), so it
+ * returns NULL when that is empty, in the per-thread mode (whose freelists
+ * an interrupted owner may be half-way through), and for debugged caches.
+ * kfree_nolock pushes onto the CPU's sheaf when it can; otherwise (full,
+ * per-thread mode, a large block, a debugged cache) the block goes on a
+ * lock-free stack, linked through its first word, that the next slow-path
+ * allocation (or kslab_trim) frees with kfree -- as the kernel defers to
+ * irq_work.  Double frees are reported then.
+ */
+static _Atomic(void *) nolock_deferred;
+
+void kslab_nolock_drain(void)
+{
+    /* acquire: pairs with the release push, so each link is visible */
+    void *x = atomic_exchange_explicit(&nolock_deferred, NULL, memory_order_acquire);
+    while (x) {
+        void *next = *(void **)x;
+        kfree(x);
+        x = next;
+    }
+}
+
+void *kmalloc_nolock(size_t size, gfp_t gfp, int node)
+{
+    (void)node;
+    if (size - 1 >= KMALLOC_MAX_CACHE_SIZE || !kslab_percpu ||
+        !atomic_load_explicit(&kslab_initialised, memory_order_acquire))
+        return NULL;
+    struct kmem_cache *s = kmalloc_caches[kmalloc_index(size)];
+    if (kslab_debugged(s))
+        return NULL;
+    void *x = pcpu_pop(s);
+    if (x && ((gfp & __GFP_ZERO) || kslab_init_on_alloc))
+        memset(x, 0, s->object_size);
+    return x;
+}
+
+void kfree_nolock(const void *p)
+{
+    void *x = (void *)p;
+    if (ZERO_OR_NULL_PTR(x))
+        return;
+    uintptr_t a = (uintptr_t)x;
+    if (kslab_percpu && !kslab_init_on_free && a < (1ul << 47) && arena_bit(a)) {
+        uint64_t e = addr_pmap(a);
+        struct kmem_cache *s = e ? pmap_cache(e) : NULL;
+        if (s && !kslab_debugged(s) &&
+            object_start(s, (a & s->slab_mask) + pmap_colour(e), x) && pcpu_push(s, x))
+            return;
+    }
+    void *old = atomic_load_explicit(&nolock_deferred, memory_order_relaxed);
+    do
+        *(void **)x = old;
+    /* release: the link before the push that publishes x */
+    while (!atomic_compare_exchange_weak_explicit(&nolock_deferred, &old, x,
+                                                  memory_order_release, memory_order_relaxed));
+}
+
 /* (the kernel API's path stays a chain of tail calls: no frame of its own
  * in a debugged cache's allocation track) */
 noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    if (unlikely(atomic_load_explicit(&nolock_deferred, memory_order_relaxed)))
+        kslab_nolock_drain();
     /* KFENCE samples here, off the fast paths (kfence.c) */
     if (unlikely(kslab_kfence_interval) && kslab_kfence_due()) {
         void *x = kslab_kfence_alloc(s, kmalloc_size ? kmalloc_size : s->object_size, gfp);

@@ -677,6 +677,7 @@ size_t kslab_slab_descriptor_size(void)
 size_t kslab_trim(void)
 {
     kslab_ensure_init();
+    kslab_nolock_drain();
     struct kslab_memory a, b;
     kslab_memory(&a);
     struct kslab_thread *t = kslab_thread_get();

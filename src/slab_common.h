@@ -569,7 +569,8 @@ static inline struct slab *arena_slab_of(const void *x)
     return head->pg_state == PG_SLAB ? head : NULL;
 }
 
-void *slob_object_start(const void *x);            /* slob.c: kslab_object_start's SLOB case */
+void *slob_object_start(const void *x);
+void kslab_nolock_drain(void);                     /* kmalloc.c: kfree_nolock's deferred blocks */            /* slob.c: kslab_object_start's SLOB case */
 /* RCU, when libkslab-rcu registered it (kslab_set_rcu_ops): what runs
  * after a grace period, and the barrier that waits for all of it. */
 extern void (*kslab_rcu_defer)(void (*fn)(void *), void *arg);

@@ -1,5 +1,8 @@
 /* test_api.c - the kernel API, function by function, with kernel semantics. */
 #include "check.h"
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include "helpers.h"
 #include <kslab.h>
 #include <stdint.h>
@@ -260,6 +263,72 @@ static void test_misc_api(void)
         kmem_cache_free(c, o);
         kmem_cache_destroy(c);
     }
+}
+
+/* kmalloc_nolock/kfree_nolock: from a signal handler while the program
+ * allocates; NULL in the per-thread mode; deferred frees happen. */
+static atomic_long nolock_got, nolock_calls;
+static void nolock_handler(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&nolock_calls, 1);
+    unsigned char *p = kmalloc_nolock(64, __GFP_ZERO, NUMA_NO_NODE);
+    if (p) {
+        atomic_fetch_add(&nolock_got, 1);
+        if (p[0] == 0 && p[63] == 0)
+            memset(p, 0x42, 64);
+        kfree_nolock(p);
+    }
+}
+static void test_nolock(void)
+{
+    /* per-CPU sheaves: the per-CPU mode of SLUB and SLAB (SLOB, slob-seg: none) */
+    const char *be = kslab_allocator_name();
+    bool percpu = strcmp(kslab_cpu_mode(), "percpu") == 0 &&
+                  (!strcmp(be, "slub") || !strcmp(be, "slab"));
+    void *warm[32];
+    for (int i = 0; i < 32; i++)
+        warm[i] = kmalloc(64, GFP_KERNEL);
+    for (int i = 0; i < 32; i++)
+        kfree(warm[i]);
+    void *a = kmalloc_nolock(60, GFP_KERNEL, 0);
+    CHECK(percpu ? a != NULL : a == NULL);
+    kfree_nolock(a);
+    CHECK(kmalloc_nolock(0, GFP_KERNEL, 0) == NULL);
+    CHECK(kmalloc_nolock(100000, GFP_KERNEL, 0) == NULL);       /* only slab classes */
+    kfree_nolock(NULL);
+    char *big = kmalloc(100000, GFP_KERNEL);
+    CHECK(kslab_object_start(big) == big);
+    kfree_nolock(big);                                          /* deferred */
+    kslab_trim();
+    CHECK(kslab_object_start(big) == NULL);                     /* and done */
+
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = nolock_handler;
+    sigaction(SIGUSR1, &sa, &old);
+    struct kslab_stats st0, st;
+    struct kmem_cache *k64 = kslab_kmalloc_cache(64);
+    kslab_cache_stats(k64, &st0);
+    void *live[64] = { 0 };
+    for (int i = 0; i < 20000; i++) {
+        int j = i & 63;
+        kfree(live[j]);
+        live[j] = kmalloc(40 + (i & 15), GFP_KERNEL);
+        if ((i & 7) == 0)
+            raise(SIGUSR1);
+    }
+    for (int j = 0; j < 64; j++)
+        kfree(live[j]);
+    sigaction(SIGUSR1, &old, NULL);
+    kslab_trim();
+    kslab_cache_stats(k64, &st);
+    printf("nolock: %ld of %ld handler calls got an object (%s mode)\n",
+           atomic_load(&nolock_got), atomic_load(&nolock_calls), kslab_cpu_mode());
+    CHECK_EQ(atomic_load(&nolock_calls), 2500);
+    if (percpu)
+        CHECK(atomic_load(&nolock_got) > 0);
+    CHECK_EQ(st.active_objs, st0.active_objs);                  /* nothing lost */
 }
 
 /* __free(kfree): freed at the end of the scope unless taken. */
@@ -807,6 +876,7 @@ int main(void)
     test_sheaves();
     test_buckets();
     test_misc_api();
+    test_nolock();
     test_cache_basics();
     test_ctor_and_layout();
     test_merging();
