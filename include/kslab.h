@@ -271,6 +271,14 @@ static inline _Bool kmem_cache_charge(void *objp, gfp_t gfpflags)
     (void)gfpflags;
     return 1;
 }
+/* The aligned forms (6.17+): align a power of two (else NULL); node ignored.
+ * kvrealloc_node_align is krealloc_node_align. */
+KSLAB_API void *krealloc_node_align(const void *p, size_t new_size, unsigned long align,
+                                    gfp_t flags, int nid) __attribute__((warn_unused_result));
+KSLAB_API void *kvmalloc_node_align(size_t size, unsigned long align, gfp_t flags, int node)
+    KSLAB_MALLOC_ATTR;
+#define kvrealloc_node_align(p, size, align, flags, nid)                         \
+    krealloc_node_align((p), (size), (align), (flags), (nid))
 /* kmalloc_nolock/kfree_nolock (6.18): callable from any context, a signal
  * handler included -- no lock, no system call.  kmalloc_nolock may fail
  * where kmalloc would not (it only takes what the current CPU's sheaf of

@@ -1062,6 +1062,39 @@ void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes)
     return huge_resize(h, (malloc_classes ? pages_round(n) : n) << PAGE_SHIFT);
 }
 
+/* krealloc_node_align (6.17+): krealloc whose result is aligned to align
+ * (a power of two); the block stays when it fits and is aligned. */
+void *krealloc_node_align(const void *p, size_t new_size, unsigned long align, gfp_t flags,
+                          int nid)
+{
+    (void)nid;
+    if (align & (align - 1))
+        return NULL;
+    if (align <= 8 || (!ZERO_OR_NULL_PTR(p) && !((uintptr_t)p & (align - 1))))
+        return krealloc(p, new_size, flags);
+    if (unlikely(!new_size)) {
+        kfree(p);
+        return ZERO_SIZE_PTR;
+    }
+    void *n = kslab_kmalloc_aligned(new_size, align, flags);
+    if (!n)
+        return NULL;                /* p is left alone */
+    if (!ZERO_OR_NULL_PTR(p)) {
+        size_t old = ksize(p);
+        memcpy(n, p, old < new_size ? old : new_size);
+        kfree(p);
+    }
+    return n;
+}
+
+void *kvmalloc_node_align(size_t size, unsigned long align, gfp_t flags, int node)
+{
+    (void)node;
+    if (align & (align - 1))
+        return NULL;
+    return size ? kslab_kmalloc_aligned(size, align, flags) : ZERO_SIZE_PTR;
+}
+
 void *krealloc(const void *p, size_t new_size, gfp_t flags)
 {
     if (unlikely(!new_size)) {

@@ -252,6 +252,15 @@ static void test_misc_api(void)
     CHECK(kslab_object_start(&local) == NULL);
     kfree(a);
     kfree(b);
+    char *al = kvmalloc_node_align(100, 256, GFP_KERNEL, 0);
+    CHECK(al != NULL && ((uintptr_t)al & 255) == 0);
+    memcpy(al, "aligned", 8);
+    char *al2 = krealloc_node_align(al, 3000, 1024, GFP_KERNEL, NUMA_NO_NODE);
+    CHECK(al2 != NULL && ((uintptr_t)al2 & 1023) == 0 && strcmp(al2, "aligned") == 0);
+    char *al3 = kvrealloc_node_align(al2, 20000, 4096, GFP_KERNEL, 0);
+    CHECK(al3 != NULL && ((uintptr_t)al3 & 4095) == 0 && strcmp(al3, "aligned") == 0);
+    CHECK(krealloc_node_align(al3, 10, 48, GFP_KERNEL, 0) == NULL);   /* not a power of two */
+    kvfree(al3);
     slab_flags_t accepted[] = { SLAB_CACHE_DMA, SLAB_CACHE_DMA32, SLAB_DEBUG_OBJECTS,
                                 SLAB_NOLEAKTRACE, SLAB_FAILSLAB, SLAB_KASAN, SLAB_NO_USER_FLAGS,
                                 SLAB_NO_OBJ_EXT, SLAB_SKIP_KFENCE, SLAB_TEMPORARY };
