@@ -173,10 +173,20 @@ const char *prim_getenv(const char *name)
     return NULL;
 }
 
+/* Asked once: glibc's sysconf(_SC_NPROCESSORS_CONF) opens and reads
+ * /sys/devices/system/cpu/possible each time, and every cache set-up asked
+ * (71 opens before sqlite3's main, about 2 ms).  Relaxed: racing first
+ * callers compute the same value. */
 unsigned prim_ncpus(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_CONF);
-    return n > 0 ? (unsigned)n : 1;
+    static unsigned cached;
+    unsigned c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!c) {
+        long n = sysconf(_SC_NPROCESSORS_CONF);
+        c = n > 0 ? (unsigned)n : 1;
+        __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
+    }
+    return c;
 }
 
 uint64_t prim_now_ns(void)
