@@ -21,6 +21,14 @@ run_peer() {  # run_peer NAME CMD...: CMD under the peer's malloc
   if [ -z "${PEER[$p]}" ]; then "$@"; else LD_PRELOAD="${PEER[$p]}" "$@"; fi
 }
 
+# callgrind_calls OUT: from micro_static --quick under callgrind (file OUT),
+# "NAME<TAB>instructions per call" for each front door's fast path.
+callgrind_calls() {
+  callgrind_annotate --inclusive=yes "$1" 2>/dev/null |
+    sed -nE 's/^ *([0-9,]+) .*=> .*:(kmem_cache_alloc|kmem_cache_free|kmalloc|kfree) \(3,000x\).*/\2 \1/p' |
+    awk '{gsub(",", "", $2); printf "%s\t%.1f\n", $1, $2 / 3000}'
+}
+
 REPORT="$OUT/report.md"
 {
   echo "# kslab benchmark report"

@@ -395,9 +395,19 @@ KSLAB_API kmem_buckets *kmem_buckets_create(const char *name, slab_flags_t flags
                                             unsigned int useroffset, unsigned int usersize,
                                             void (*ctor)(void *));
 KSLAB_API void *kmem_buckets_alloc(kmem_buckets *b, size_t size, gfp_t flags) KSLAB_MALLOC_ATTR;
-KSLAB_API void *kmem_buckets_alloc_track_caller(kmem_buckets *b, size_t size,
-                                                gfp_t flags) KSLAB_MALLOC_ATTR;
-KSLAB_API void *kmem_buckets_valloc(kmem_buckets *b, size_t size, gfp_t flags) KSLAB_MALLOC_ATTR;
+/* kmem_buckets_alloc charged to a call site (random kmalloc caches pick by
+ * it when b is NULL): _track_caller passes its caller's, as
+ * kmalloc_track_caller does. */
+KSLAB_API void *kslab_buckets_alloc_caller(kmem_buckets *b, size_t size, gfp_t flags,
+                                           unsigned long caller) KSLAB_MALLOC_ATTR;
+#define kmem_buckets_alloc_track_caller(b, size, flags)                          \
+    kslab_buckets_alloc_caller((b), (size), (flags),                             \
+                               (unsigned long)__builtin_return_address(0))
+/* kvmalloc from b: kmem_buckets_alloc, as kvmalloc is kmalloc here */
+static inline void *kmem_buckets_valloc(kmem_buckets *b, size_t size, gfp_t flags)
+{
+    return kmem_buckets_alloc(b, size, flags);
+}
 
 /* The start of the live object or block (slab object, large or huge
  * kmalloc block, KFENCE object) that contains p, or NULL.  What the

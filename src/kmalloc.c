@@ -430,6 +430,7 @@ void kslab_nolock_drain(void)
 void *kmalloc_nolock(size_t size, gfp_t gfp, int node)
 {
     (void)node;
+    /* (init_on_alloc/free run in the per-thread mode: nothing to do here) */
     if (size - 1 >= KMALLOC_MAX_CACHE_SIZE || !kslab_percpu ||
         !atomic_load_explicit(&kslab_initialised, memory_order_acquire))
         return NULL;
@@ -437,7 +438,7 @@ void *kmalloc_nolock(size_t size, gfp_t gfp, int node)
     if (kslab_debugged(s))
         return NULL;
     void *x = pcpu_pop(s);
-    if (x && ((gfp & __GFP_ZERO) || kslab_init_on_alloc))
+    if (x && (gfp & __GFP_ZERO))
         memset(x, 0, s->object_size);
     return x;
 }
@@ -448,11 +449,10 @@ void kfree_nolock(const void *p)
     if (ZERO_OR_NULL_PTR(x))
         return;
     uintptr_t a = (uintptr_t)x;
-    if (kslab_percpu && !kslab_init_on_free && a < (1ul << 47) && arena_bit(a)) {
-        uint64_t e = addr_pmap(a);
+    if (kslab_percpu && a < (1ul << 47) && arena_bit(a)) {
+        uint64_t e = addr_pmap(a);         /* kfree_lookup's steps, with no slow path */
         struct kmem_cache *s = e ? pmap_cache(e) : NULL;
-        if (s && !kslab_debugged(s) &&
-            object_start(s, (a & s->slab_mask) + pmap_colour(e), x) && pcpu_push(s, x))
+        if (s && !kslab_debugged(s) && pcpu_kfree(s, pmap_colour(e), x))
             return;
     }
     void *old = atomic_load_explicit(&nolock_deferred, memory_order_relaxed);
@@ -701,10 +701,10 @@ kmem_buckets *kmem_buckets_create(const char *name, slab_flags_t flags, unsigned
     return b;
 }
 
-static void *buckets_alloc(kmem_buckets *b, size_t size, gfp_t flags, uintptr_t caller)
+void *kslab_buckets_alloc_caller(kmem_buckets *b, size_t size, gfp_t flags, unsigned long caller)
 {
     if (!b)
-        return kmalloc_at(size, flags, caller);
+        return kmalloc_at(size, flags, (uintptr_t)caller);
     if (size == 0)
         return ZERO_SIZE_PTR;
     if (size > KMALLOC_MAX_CACHE_SIZE)
@@ -714,17 +714,8 @@ static void *buckets_alloc(kmem_buckets *b, size_t size, gfp_t flags, uintptr_t 
 
 void *kmem_buckets_alloc(kmem_buckets *b, size_t size, gfp_t flags)
 {
-    return buckets_alloc(b, size, flags, (uintptr_t)__builtin_return_address(0));
-}
-
-void *kmem_buckets_alloc_track_caller(kmem_buckets *b, size_t size, gfp_t flags)
-{
-    return buckets_alloc(b, size, flags, (uintptr_t)__builtin_return_address(0));
-}
-
-void *kmem_buckets_valloc(kmem_buckets *b, size_t size, gfp_t flags)
-{
-    return buckets_alloc(b, size, flags, (uintptr_t)__builtin_return_address(0));
+    return kslab_buckets_alloc_caller(b, size, flags,
+                                      (unsigned long)__builtin_return_address(0));
 }
 
 void *kslab_kmalloc_caller(size_t size, gfp_t flags, unsigned long caller)
@@ -1150,11 +1141,13 @@ char *kstrdup(const char *s, gfp_t gfp)
     return d;
 }
 
-char *kmemdup_nul(const char *s, size_t len, gfp_t gfp)
+/* The first len bytes of s and a NUL, charged to caller: kmemdup_nul's and
+ * kstrndup's body. */
+static char *dup_nul(const char *s, size_t len, gfp_t gfp, uintptr_t caller)
 {
-    if (!s || len == SIZE_MAX)
+    if (len == SIZE_MAX)
         return NULL;
-    char *d = kmalloc_at(len + 1, gfp, (uintptr_t)__builtin_return_address(0));
+    char *d = kmalloc_at(len + 1, gfp, caller);
     if (d) {
         memcpy(d, s, len);
         d[len] = '\0';
@@ -1162,17 +1155,14 @@ char *kmemdup_nul(const char *s, size_t len, gfp_t gfp)
     return d;
 }
 
+char *kmemdup_nul(const char *s, size_t len, gfp_t gfp)
+{
+    return s ? dup_nul(s, len, gfp, (uintptr_t)__builtin_return_address(0)) : NULL;
+}
+
 char *kstrndup(const char *s, size_t max, gfp_t gfp)
 {
-    if (!s)
-        return NULL;
-    size_t len = strnlen(s, max);
-    char *d = kmalloc_at(len + 1, gfp, (uintptr_t)__builtin_return_address(0));
-    if (d) {
-        memcpy(d, s, len);
-        d[len] = '\0';
-    }
-    return d;
+    return s ? dup_nul(s, strnlen(s, max), gfp, (uintptr_t)__builtin_return_address(0)) : NULL;
 }
 
 void *kmemdup(const void *src, size_t len, gfp_t gfp)

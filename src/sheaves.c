@@ -27,11 +27,14 @@ struct slab_sheaf {
     void *objs[];
 };
 
+/* The cache's per-CPU sheaf size (its sheaf_capacity, when it has sheaves,
+ * is already in pcpu_cap); for back-ends without sheaves, the capacity
+ * asked for, or 32. */
 static unsigned sheaf_capacity_of(struct kmem_cache *s)
 {
-    if (s->sheaf_req)
-        return s->sheaf_req;
-    return s->pcpu_cap ? s->pcpu_cap : 32;
+    if (s->pcpu_cap)
+        return s->pcpu_cap;
+    return s->sheaf_req ? s->sheaf_req : 32;
 }
 
 static struct slab_sheaf *sheaf_new(struct kmem_cache *s, gfp_t gfp, unsigned size)

@@ -417,8 +417,12 @@ bool kmem_dump_obj(void *p)
     return true;
 }
 
-void (*kslab_rcu_defer)(void (*fn)(void *), void *arg);
-void (*kslab_rcu_barrier)(void);
+/* RCU, once libkslab-rcu registered it (kslab_set_rcu_ops): what runs
+ * after a grace period, and the barrier that waits for all of it.  Stored
+ * with release and read with acquire: libkslab-rcu may be dlopen'd while
+ * other threads shrink caches, and its code must be seen whole. */
+static void (*rcu_defer)(void (*fn)(void *), void *arg);
+static void (*rcu_barrier_fn)(void);
 
 /* A SLAB_TYPESAFE_BY_RCU cache's empty slabs, given back after a grace
  * period (readers may still be looking at their objects) when RCU is
@@ -438,7 +442,7 @@ static void rcu_discard_now(void *arg)
 void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cache *),
                       void (*discard)(struct kmem_cache *, struct slab *))
 {
-    void (*defer)(void (*)(void *), void *) = kslab_rcu_defer;
+    void (*defer)(void (*)(void *), void *) = __atomic_load_n(&rcu_defer, __ATOMIC_ACQUIRE);
     if (!defer)
         return;
     struct rcu_discard *d = kmalloc(sizeof *d, GFP_KERNEL);
@@ -456,8 +460,8 @@ void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cac
 
 void kslab_set_rcu_ops(void (*defer)(void (*fn)(void *), void *arg), void (*barrier)(void))
 {
-    kslab_rcu_defer = defer;
-    kslab_rcu_barrier = barrier;
+    __atomic_store_n(&rcu_barrier_fn, barrier, __ATOMIC_RELEASE);
+    __atomic_store_n(&rcu_defer, defer, __ATOMIC_RELEASE);
 }
 
 /* ---- cache lifecycle ------------------------------------------------------------ */
@@ -599,8 +603,9 @@ void kmem_cache_destroy(struct kmem_cache *s)
     kslab_check_cache("kmem_cache_destroy", s);
     /* as the kernel's: slabs of the cache waiting for a grace period are
      * given back before the cache goes */
-    if ((s->flags & SLAB_TYPESAFE_BY_RCU) && kslab_rcu_barrier)
-        kslab_rcu_barrier();
+    void (*barrier)(void) = __atomic_load_n(&rcu_barrier_fn, __ATOMIC_ACQUIRE);
+    if ((s->flags & SLAB_TYPESAFE_BY_RCU) && barrier)
+        barrier();
     kslab_lock(&cache_lock);
     if (--s->refcount > 0) {
         kslab_unlock(&cache_lock);

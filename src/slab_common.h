@@ -569,12 +569,10 @@ static inline struct slab *arena_slab_of(const void *x)
     return head->pg_state == PG_SLAB ? head : NULL;
 }
 
-void *slob_object_start(const void *x);
-void kslab_nolock_drain(void);                     /* kmalloc.c: kfree_nolock's deferred blocks */            /* slob.c: kslab_object_start's SLOB case */
-/* RCU, when libkslab-rcu registered it (kslab_set_rcu_ops): what runs
- * after a grace period, and the barrier that waits for all of it. */
-extern void (*kslab_rcu_defer)(void (*fn)(void *), void *arg);
-extern void (*kslab_rcu_barrier)(void);
+void *slob_object_start(const void *x);            /* slob.c: kslab_object_start's SLOB case */
+void kslab_nolock_drain(void);                     /* kmalloc.c: kfree_nolock's deferred blocks */
+/* A SLAB_TYPESAFE_BY_RCU cache's empty slabs back after a grace period
+ * when RCU is registered (slab_common.c). */
 void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cache *),
                       void (*discard)(struct kmem_cache *, struct slab *));
 /* kmem_cache_shrink without the check: every CPU's sheaf, then the

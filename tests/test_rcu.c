@@ -12,6 +12,7 @@
 #include <kslab-rcu.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -27,24 +28,33 @@ struct node {
 };
 static struct node *gp;
 
-static void *gen_reader(void *arg)
+/* A reader thread: until stop, one read-side critical section after
+ * another, each running arg (a bool (*)(void): false when what it read was
+ * wrong), counted in reads and errors. */
+static void *reader(void *arg)
 {
-    (void)arg;
+    bool (*read_ok)(void) = (bool (*)(void))arg;
     rcu_register_thread();
     while (!atomic_load(&stop)) {
         rcu_read_lock();
-        struct node *p = rcu_dereference(gp);
-        uint64_t g = __atomic_load_n(&p->gen, __ATOMIC_RELAXED);
-        for (int i = 0; i < 200; i++)
-            if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != g) {
-                atomic_fetch_add(&errors, 1);
-                break;
-            }
+        if (!read_ok())
+            atomic_fetch_add(&errors, 1);
         rcu_read_unlock();
         atomic_fetch_add_explicit(&reads, 1, memory_order_relaxed);
     }
     rcu_unregister_thread();
     return NULL;
+}
+
+/* The object gp points at keeps its generation while the reader holds it. */
+static bool gen_stable(void)
+{
+    struct node *p = rcu_dereference(gp);
+    uint64_t g = __atomic_load_n(&p->gen, __ATOMIC_RELAXED);
+    for (int i = 0; i < 200; i++)
+        if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != g)
+            return false;
+    return true;
 }
 
 static void test_kfree_rcu(void)
@@ -54,7 +64,7 @@ static void test_kfree_rcu(void)
     pthread_t r[2];
     atomic_store(&stop, 0);
     for (int i = 0; i < 2; i++)
-        pthread_create(&r[i], NULL, gen_reader, NULL);
+        pthread_create(&r[i], NULL, reader, (void *)gen_stable);
     for (uint64_t g = 1; g <= 200000; g++) {
         struct node *n = kmalloc(sizeof *n, GFP_KERNEL);
         CHECK(n != NULL);
@@ -88,22 +98,14 @@ static void ctor_b(void *p) { ((struct typed *)p)->type = 0xB; }
 static struct kmem_cache *ca, *cb;
 static struct typed *gpa;
 
-static void *type_reader(void *arg)
+/* The object gpa points at stays a type-A object while the reader looks. */
+static bool type_stable(void)
 {
-    (void)arg;
-    rcu_register_thread();
-    while (!atomic_load(&stop)) {
-        rcu_read_lock();
-        struct typed *p = rcu_dereference(gpa);
-        for (int i = 0; i < 200; i++)
-            if (__atomic_load_n(&p->type, __ATOMIC_RELAXED) != 0xA) {
-                atomic_fetch_add(&errors, 1);
-                break;
-            }
-        rcu_read_unlock();
-    }
-    rcu_unregister_thread();
-    return NULL;
+    struct typed *p = rcu_dereference(gpa);
+    for (int i = 0; i < 200; i++)
+        if (__atomic_load_n(&p->type, __ATOMIC_RELAXED) != 0xA)
+            return false;
+    return true;
 }
 
 static void *other_type(void *arg)
@@ -135,7 +137,7 @@ static void test_typesafe(void)
     atomic_store(&errors, 0);
     pthread_t r[2], o;
     for (int i = 0; i < 2; i++)
-        pthread_create(&r[i], NULL, type_reader, NULL);
+        pthread_create(&r[i], NULL, reader, (void *)type_stable);
     pthread_create(&o, NULL, other_type, NULL);
     enum { BATCH = 512 };
     static struct typed *keep[BATCH];

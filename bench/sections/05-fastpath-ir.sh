@@ -4,10 +4,7 @@
 echo "== fast-path instructions (callgrind)"
 if command -v valgrind >/dev/null; then
   valgrind --tool=callgrind --callgrind-out-file="$RAW/micro.callgrind" $B/micro_static --quick >/dev/null 2>&1
-  callgrind_annotate --inclusive=yes "$RAW/micro.callgrind" 2>/dev/null |
-    sed -nE 's/^ *([0-9,]+) .*=> .*:(kmem_cache_alloc|kmem_cache_free|kmalloc|kfree) \(3,000x\).*/\2 \1/p' |
-    awk '{gsub(",", "", $2); printf "%s\t%.1f\n", $1, $2 / 3000}' \
-    > "$RAW/fastpath_ir.tsv"
+  callgrind_calls "$RAW/micro.callgrind" > "$RAW/fastpath_ir.tsv"
   {
     echo "## Fast-path instructions per call (callgrind, repeatable)"
     echo

@@ -27,9 +27,8 @@ if command -v valgrind >/dev/null; then
   for c in default norandom off; do
     env ${HENV[$c]} valgrind --tool=callgrind --callgrind-out-file="$RAW/harden.$c.callgrind" \
       $B/micro_static --quick >/dev/null 2>&1 || continue
-    callgrind_annotate --inclusive=yes "$RAW/harden.$c.callgrind" 2>/dev/null |
-      sed -nE 's/^ *([0-9,]+) .*=> .*:(kmem_cache_alloc|kmem_cache_free|kmalloc|kfree) \(3,000x\).*/\2 \1/p' |
-      awk -v c="$c" '{gsub(",", "", $2); n[$1] = $2 / 3000}
+    callgrind_calls "$RAW/harden.$c.callgrind" |
+      awk -F'\t' -v c="$c" '{n[$1] = $2}
         END { printf "%s\tkmem_cache_alloc+free\t%.1f\n%s\tkmalloc+kfree\t%.1f\n", c,
               n["kmem_cache_alloc"] + n["kmem_cache_free"], c, n["kmalloc"] + n["kfree"] }' \
       >> "$RAW/harden_ir.tsv"
