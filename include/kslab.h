@@ -505,6 +505,15 @@ KSLAB_API size_t kslab_trim(void);
  * out-of-memory paths in tests. */
 KSLAB_API void kslab_test_fail_map(int n);
 KSLAB_API void kslab_test_fail_unmap(int n);   /* munmap and madvise, the same way */
+/* The shared-memory slabinfo kslabtop and kslabinfo read (kslab-publish.h):
+ * write a snapshot now (0), or -1 if publishing is off (KSLAB_PUBLISH=0),
+ * another thread is writing one, or the region could not be made.  Without
+ * this call a snapshot is written from the slow path once per
+ * KSLAB_PUBLISH_MS (100 ms). */
+KSLAB_API int kslab_publish(void);
+/* The region's file (/dev/shm/kslab.<pid>), NULL before the first snapshot
+ * or when publishing is off. */
+KSLAB_API const char *kslab_publish_path(void);
 /* Name of the back-end in use ("slub"). */
 KSLAB_API const char *kslab_allocator_name(void);
 /* Where the fast paths' caches live: "percpu" (rseq per-CPU sheaves, the

@@ -106,6 +106,13 @@ static inline void kslab_lock(kslab_lock_t *l)
         return;
     kslab_lock_slow(l);
 }
+/* One attempt, no waiting: true if l is now held (acquire, as kslab_lock). */
+static inline bool kslab_trylock(kslab_lock_t *l)
+{
+    int z = 0;
+    return atomic_compare_exchange_strong_explicit(&l->v, &z, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
 static inline void kslab_unlock(kslab_lock_t *l)
 {
     atomic_store_explicit(&l->v, 0, memory_order_release);

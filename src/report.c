@@ -26,6 +26,7 @@ void kslab_report(const char *fmt, ...)
     va_start(ap, fmt);
     vreport(fmt, ap);
     va_end(ap);
+    kslab_publish_exit();           /* no exit handler runs after abort */
     prim_abort();
 }
 

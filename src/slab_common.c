@@ -125,6 +125,7 @@ static void read_options(void)
     kslab_init_on_free = env_flag("KSLAB_INIT_ON_FREE");
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
     kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");
+    kslab_publish_init();
     kslab_debug_init();
     const char *a = prim_getenv("KSLAB_ALLOCATOR");
     if (a && *a) {
@@ -313,6 +314,7 @@ __attribute__((destructor)) static void kslab_dtor(void)
 {
     if (kslab_opts.slabinfo_at_exit)
         kslab_slabinfo(stderr);
+    kslab_publish_exit();
 }
 
 /* Arena memory is always mapped (freed pages read as zero), so the magic of

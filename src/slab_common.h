@@ -553,6 +553,11 @@ static inline void kslab_ensure_init(void)
 }
 /* The cache list (slab_common.c), protected by cache_lock. */
 extern kslab_lock_t kslab_cache_lock;
+/* publish.c: the shared-memory slabinfo for kslabtop/kslabinfo */
+void kslab_publish_init(void);
+bool kslab_publish_enabled(void);
+void kslab_publish_tick_slow(void);
+void kslab_publish_exit(void);
 extern struct kmem_cache *kslab_cache_list;
 struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
 /* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a
