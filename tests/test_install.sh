@@ -6,7 +6,7 @@ src="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 make -s -C "$src" install PREFIX="$tmp/prefix" BUILD="$tmp/build" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
-for f in include/kslab.h include/kslab-publish.h bin/kslabtop bin/kslabinfo lib/libkslab.so lib/libkslab.a lib/pkgconfig/kslab.pc lib/cmake/kslab/kslabConfig.cmake; do
+for f in include/kslab.h include/kslab-publish.h bin/kslabtop bin/kslabinfo bin/kslab-record bin/kslab-replay lib/libkslab-record.so lib/libkslab.so lib/libkslab.a lib/pkgconfig/kslab.pc lib/cmake/kslab/kslabConfig.cmake; do
   [ -e "$tmp/prefix/$f" ] || { echo "missing $f"; exit 1; }
 done
 cat >"$tmp/app.c" <<'C'
