@@ -5,6 +5,8 @@
  *           every kfree looks up a random slab descriptor (virt_to_slab()).
  * kslab build: kmalloc/kfree; malloc build (-DUSE_MALLOC): malloc/free, for
  * the peers under LD_PRELOAD.
+ * KSLAB_K32_LIVE (objects, a power of two) and KSLAB_K32_PAIRS scale the
+ * random mode (the seeds 003/004 section's descriptor-table run).
  * Usage: kmalloc32 [--quick] loop|random label
  * Prints: label, mode, pairs, ns/pair, cycles/pair. */
 #include "bench_common.h"
@@ -22,6 +24,11 @@ int main(int argc, char **argv)
     int random_mode = strcmp(mode, "random") == 0;
     long pairs = quick ? 10000 : 16800000;
     unsigned live = quick ? 1024 : random_mode ? LIVE : 1;
+    const char *e = getenv("KSLAB_K32_LIVE");
+    if (random_mode && e && !quick)
+        live = (unsigned)strtoul(e, NULL, 0);
+    if ((e = getenv("KSLAB_K32_PAIRS")) && !quick)
+        pairs = strtol(e, NULL, 0);
     void **slot = calloc(live, sizeof *slot);
     for (unsigned i = 0; i < live; i++)
         slot[i] = ALLOC32();

@@ -45,3 +45,4 @@ done
     "$RAW/k32_cg.tsv" "$RAW/k32.tsv"
   echo
 } >> "$REPORT"
+
