@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*"; tail -30 "$T"/out* 2>/dev/null; rm -rf "$T"; exit 1; }
 "$REC" -o "$T/t.kst" "$PROG" > "$T/out.prog" 2> "$T/out.rec" || fail "recording failed"
 grep -q "traceprog done" "$T/out.prog" || fail "the program's output"
 test -e "$T/t.kst.raw" && fail "the raw file was left behind"
-grep -q "4 threads" "$T/out.rec" || fail "not 4 threads: $(cat "$T/out.rec")"
+grep -q "4 thread(s)" "$T/out.rec" || fail "not 4 threads: $(cat "$T/out.rec")"
 "$REP" -D "$T/t.kst" > "$T/out.dump" || fail "dump"
 # the known sequence, in order, with the ids the LIFO rule gives
 grep -A5 "^malloc 123451 " "$T/out.dump" > "$T/seq"

@@ -442,7 +442,7 @@ int main(int argc, char **argv)
         struct stat st;
         stat(path, &st);
         fprintf(stderr, "kslab-record: %s: %llu records (%llu allocations, %llu frees, %llu "
-                "reallocs), %u threads, at most %llu objects / %llu bytes live, %llu frees of "
+                "reallocs), %u thread(s), at most %llu objects / %llu bytes live, %llu frees of "
                 "unrecorded blocks skipped; %lld bytes\n", path,
                 (unsigned long long)hdr.records, (unsigned long long)hdr.allocs,
                 (unsigned long long)hdr.frees, (unsigned long long)hdr.reallocs, hdr.threads,
