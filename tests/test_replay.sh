@@ -37,7 +37,9 @@ done
 for a in kslab-slub kslab-slab kslab-slob kslab-slob-seg glibc; do
   grep -Eq "^$a +[0-9.]+ +[0-9]+ " "$T/out.rep1" || fail "no row for $a"
 done
-grep -q "varied" "$T/out.rep1" "$T/out.rep2" && fail "memory figures varied between runs"
+# kslab's and glibc's figures never depend on time; jemalloc and mimalloc
+# purge on timers, so their RSS may vary under load (the report says so)
+grep -Eq "^(kslab-|glibc).*varied" "$T/out.rep1" "$T/out.rep2" && fail "memory figures varied between runs"
 # the kslab rows' memory columns are the same in both invocations
 for a in kslab-slub kslab-slab kslab-slob kslab-slob-seg; do
   m1=$(grep "^$a " "$T/out.rep1" | awk '{print $3, $4, $5}')
