@@ -408,7 +408,7 @@ static struct slab *maybe_reap(struct kmem_cache *s)
     if (n) {
         free_block(s, sc->shared_array, n);
         memmove(sc->shared_array, sc->shared_array + n, (sc->shared_avail - n) * sizeof(void *));
-        sc->shared_avail -= n;
+        set_shared_avail(sc, sc->shared_avail - n);
     }
     return trim_free_slabs(s, sc->free_limit);
 }
@@ -426,7 +426,7 @@ static unsigned slab_refill(struct kmem_cache *s, void **p, unsigned want)
         struct slab *reap = maybe_reap(s);
         if (sc->shared_avail) {          /* the shared array first */
             unsigned n = sc->shared_avail < want ? sc->shared_avail : want;
-            sc->shared_avail -= n;
+            set_shared_avail(sc, sc->shared_avail - n);
             memcpy(p, sc->shared_array + sc->shared_avail, n * sizeof(void *));
             got = n;
         }
@@ -545,7 +545,7 @@ static unsigned slab_give_back(struct kmem_cache *s, void *const *objs, unsigned
         if (n > room)
             n = room;
         memcpy(sc->shared_array + sc->shared_avail, objs, n * sizeof(void *));
-        sc->shared_avail += n;
+        set_shared_avail(sc, sc->shared_avail + n);
     } else {
         free_block(s, (void **)objs, n);
         struct slab *more = trim_free_slabs(s, sc->free_limit);
@@ -764,7 +764,7 @@ static int slab_shrink(struct kmem_cache *s)
     kslab_lock(&s->list_lock);
     if (sc->shared_avail)
         free_block(s, sc->shared_array, sc->shared_avail);
-    sc->shared_avail = 0;
+    set_shared_avail(sc, 0);
     struct slab *reap = trim_free_slabs(s, 0);
     kslab_unlock(&s->list_lock);
     destroy_list(s, reap);
@@ -779,7 +779,7 @@ static long slab_destroy_all(struct kmem_cache *s)
     struct slab_cache *sc = slab_c(s);
     s->partial = sc->slabs_full = sc->slabs_free = NULL;
     atomic_store_explicit(&s->nr_partial, 0, memory_order_relaxed);
-    sc->shared_avail = 0;
+    set_shared_avail(sc, 0);
     sc->free_objects = 0;
     struct slab *all = kslab_take_slabs(s);
     long n = 0;
@@ -798,7 +798,7 @@ static void slab_tunables(struct kmem_cache *s, unsigned out[4])
     out[0] = sc->limit;
     out[1] = sc->batchcount;
     out[2] = sc->shared;
-    out[3] = sc->shared_avail;
+    out[3] = __atomic_load_n(&sc->shared_avail, __ATOMIC_RELAXED);
 }
 
 const struct kslab_backend slab_backend = {

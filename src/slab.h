@@ -25,4 +25,12 @@ static inline struct slab_cache *slab_c(const struct kmem_cache *s)
 {
     return (struct slab_cache *)(void *)s->be_private;
 }
+
+/* shared_avail changes under the cache's list_lock; slabinfo (and the
+ * publisher, which may run inside an allocation) reads it without the lock:
+ * relaxed stores and a relaxed load give it an untorn value, all it needs. */
+static inline void set_shared_avail(struct slab_cache *sc, unsigned v)
+{
+    __atomic_store_n(&sc->shared_avail, v, __ATOMIC_RELAXED);
+}
 #endif
