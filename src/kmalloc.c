@@ -469,7 +469,7 @@ noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_
 {
     if (unlikely(atomic_load_explicit(&nolock_deferred, memory_order_relaxed)))
         kslab_nolock_drain();
-    kslab_publish_tick_slow();      /* once per interval: a snapshot for kslabtop */
+    kslab_publish_tick();           /* once per interval: a snapshot for kslabtop */
     /* KFENCE samples here, off the fast paths (kfence.c) */
     if (unlikely(kslab_kfence_interval) && kslab_kfence_due()) {
         void *x = kslab_kfence_alloc(s, kmalloc_size ? kmalloc_size : s->object_size, gfp);

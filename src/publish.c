@@ -2,10 +2,10 @@
  * publish.c - the process's slabinfo, published in shared memory for
  * kslabtop and kslabinfo (format: include/kslab-publish.h).
  *
- * No thread of its own: the allocator's slow path calls kslab_publish_tick(),
- * which costs one relaxed load when publishing is off and a coarse-clock
- * read when it is on; once per interval (KSLAB_PUBLISH_MS, default 100 ms)
- * that call writes a snapshot.  A program that stays on the fast paths
+ * No thread of its own: the allocator's slow path calls kslab_publish_tick()
+ * (slab_common.h), a time-stamp counter read compared with a deadline; once
+ * per interval (KSLAB_PUBLISH_MS, default 100 ms) the deadline passes, the
+ * coarse clock confirms it and a snapshot is written.  A program that stays on the fast paths
  * changes no slab, so its rows stay true; only its event counters age (the
  * header says when the snapshot was taken).  The last snapshot is written at
  * exit, just before the file is removed.
@@ -38,6 +38,8 @@
 static bool publish_on;
 static uint64_t publish_interval_ns = 100 * 1000000ull;
 static _Atomic uint64_t publish_next;   /* coarse-clock ns of the next snapshot */
+uint64_t kslab_publish_next_tsc = UINT64_MAX;  /* slab_common.h: the cheap gate */
+static uint64_t tsc0, ns0;              /* the counter's rate: ticks since ns0 */
 static atomic_flag publish_busy = ATOMIC_FLAG_INIT;
 static __thread bool publishing;
 
@@ -48,20 +50,33 @@ static struct {
     char path[64];
 } region;
 
-void kslab_publish_init(void)
-{
-    const char *v = prim_getenv("KSLAB_PUBLISH");
-    publish_on = !(v && strcmp(v, "0") == 0);
-    unsigned long ms = kslab_env_number("KSLAB_PUBLISH_MS", 100);
-    publish_interval_ns = (ms ? ms : 1) * 1000000ull;
-}
-
 static uint64_t coarse_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+static uint64_t read_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_ia32_rdtsc();
+#else
+    return 0;
+#endif
+}
+
+void kslab_publish_init(void)
+{
+    const char *v = prim_getenv("KSLAB_PUBLISH");
+    publish_on = !(v && strcmp(v, "0") == 0);
+    unsigned long ms = kslab_env_number("KSLAB_PUBLISH_MS", 100);
+    publish_interval_ns = (ms ? ms : 1) * 1000000ull;
+    ns0 = coarse_ns();
+    tsc0 = read_tsc();
+    __atomic_store_n(&kslab_publish_next_tsc, publish_on ? 0 : UINT64_MAX, __ATOMIC_RELAXED);
+}
+
 
 static void region_drop(bool unlink_file)
 {
@@ -230,7 +245,13 @@ void kslab_publish_tick_slow(void)
 {
     if (!publish_on)
         return;
-    uint64_t now = coarse_ns();
+    uint64_t now = coarse_ns(), tsc = read_tsc();
+    /* the gate's next deadline: one interval of counter ticks at the rate
+     * measured since start-up (until 1 ms has passed, one tick a ns) */
+    double per_ns = now > ns0 + 1000000 && tsc > tsc0 ? (double)(tsc - tsc0) / (double)(now - ns0)
+                                                      : 1.0;
+    __atomic_store_n(&kslab_publish_next_tsc, tsc + (uint64_t)(per_ns * (double)publish_interval_ns),
+                     __ATOMIC_RELAXED);
     uint64_t next = atomic_load_explicit(&publish_next, memory_order_relaxed);
     if (now < next || !atomic_compare_exchange_strong_explicit(
                           &publish_next, &next, now + publish_interval_ns,

@@ -557,6 +557,19 @@ extern kslab_lock_t kslab_cache_lock;
 void kslab_publish_init(void);
 bool kslab_publish_enabled(void);
 void kslab_publish_tick_slow(void);
+/* Called on every slow-path allocation: a time-stamp counter read against
+ * the next snapshot's deadline (UINT64_MAX when publishing is off), so the
+ * clock is read only once per interval.  Relaxed: the deadline is a hint. */
+extern uint64_t kslab_publish_next_tsc;
+static inline void kslab_publish_tick(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (likely(__builtin_ia32_rdtsc() < __atomic_load_n(&kslab_publish_next_tsc,
+                                                         __ATOMIC_RELAXED)))
+        return;
+#endif
+    kslab_publish_tick_slow();
+}
 void kslab_publish_exit(void);
 extern struct kmem_cache *kslab_cache_list;
 struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
