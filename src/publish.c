@@ -122,11 +122,18 @@ static bool region_fit(size_t bytes)
     if (region.h && region.bytes >= bytes)
         return true;
     bytes = (bytes + 65535) & ~(size_t)65535;
+    int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
     if (!region.h) {
+        /* a new file of our own: whatever has the name (a dead process's
+         * region, or anyone's file) is removed first, and O_EXCL makes sure
+         * the file written is the one created here (/dev/shm is sticky: no
+         * one else can then replace it) */
         sweep_dead();
         snprintf(region.path, sizeof region.path, "/dev/shm/kslab.%d", pid);
+        unlink(region.path);
+        flags |= O_CREAT | O_EXCL;
     }
-    int fd = open(region.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(region.path, flags, 0600);
     if (fd < 0)
         return false;
     if (ftruncate(fd, (off_t)bytes) != 0) {
