@@ -88,13 +88,13 @@ static uint64_t free_n, next_id;
 static uint64_t live_bytes, records_done, calls;
 static uint64_t tsc_in_calls;
 
-struct sample { uint64_t record, live, held, rss; };
+struct sample { uint64_t record, live, held, rss, slab; };
 static struct sample *samples;
 static size_t nsamples, max_samples;
 static uint64_t sample_every;
 static long rss_base_pages, page_size;
 static void (*kslab_memory_fn)(void *);
-static uint64_t held_base;
+static uint64_t held_base, slab_base;
 
 struct rthread {
     pthread_t th;
@@ -161,11 +161,15 @@ static uint64_t rss_pages(void)
     return res;
 }
 
-static uint64_t kslab_held(void)
+/* kslab's memory (struct kslab_memory's fields, in order): held = slabs,
+ * large blocks (pcp lists included), the hot reserve, huge blocks and those
+ * cached; *slab = the slabs alone (the kernel's "Slab:" line) */
+static uint64_t kslab_held(uint64_t *slab)
 {
-    uint64_t m[9] = { 0 };          /* struct kslab_memory's fields, in order */
+    uint64_t m[9] = { 0 };
     kslab_memory_fn(m);
-    /* slab, large (pcp included), hot, huge, huge cached */
+    if (slab)
+        *slab = m[0];
     return m[0] + m[1] + m[3] + m[4] + m[5];
 }
 
@@ -178,7 +182,9 @@ static void sample(void)
     s->live = live_bytes;
     long rss = (long)rss_pages() - rss_base_pages;
     s->rss = rss > 0 ? (uint64_t)rss * (uint64_t)page_size : 0;
-    s->held = kslab_memory_fn ? kslab_held() - held_base : s->rss;
+    uint64_t slab = 0;
+    s->held = kslab_memory_fn ? kslab_held(&slab) - held_base : s->rss;
+    s->slab = slab > slab_base ? slab - slab_base : 0;
 }
 
 static long futex(_Atomic int *w, int op, int v)
@@ -371,7 +377,7 @@ static int run(const char *name, const char *trace, const char *series)
     sample_every = H.records / 500 + 1;
     kslab_memory_fn = (void (*)(void *))dlsym(RTLD_DEFAULT, "kslab_memory");
     if (kslab_memory_fn)
-        held_base = kslab_held();
+        held_base = kslab_held(&slab_base);
     rss_base_pages = (long)rss_pages();
     struct timespec w0, w1;
     clock_gettime(CLOCK_MONOTONIC, &w0);
@@ -390,7 +396,7 @@ static int run(const char *name, const char *trace, const char *series)
     sample();                       /* the final state */
     double wall = (double)(w1.tv_sec - w0.tv_sec) * 1e9 + (double)(w1.tv_nsec - w0.tv_nsec);
     double ns = c1 > c0 ? (double)tsc_in_calls * wall / (double)(c1 - c0) : 0;
-    uint64_t peak_held = 0, peak_rss = 0, peak_live = 0;
+    uint64_t peak_held = 0, peak_rss = 0, peak_live = 0, peak_slab = 0;
     double frag_peak = 0, frag_sum = 0;
     size_t frag_n = 0;
     FILE *f = series ? fopen(series, "w") : NULL;
@@ -400,6 +406,8 @@ static int run(const char *name, const char *trace, const char *series)
             peak_held = s->held;
         if (s->rss > peak_rss)
             peak_rss = s->rss;
+        if (s->slab > peak_slab)
+            peak_slab = s->slab;
         if (s->live > peak_live) {
             peak_live = s->live;
             frag_peak = (double)s->held / (double)s->live;
@@ -416,11 +424,12 @@ static int run(const char *name, const char *trace, const char *series)
     if (f)
         fclose(f);
     struct sample *last = &samples[nsamples - 1];
-    printf("%s\t%.3f\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%.3f\t%.3f\n", name, ns / 1e6,
+    printf("%s\t%.3f\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%.3f\t%.3f\t%llu\t%llu\n", name, ns / 1e6,
            (unsigned long long)calls, (unsigned long long)peak_held,
            (unsigned long long)last->held, (unsigned long long)peak_rss,
            (unsigned long long)last->rss, (unsigned long long)peak_live,
-           (unsigned long long)last->live, frag_peak, frag_n ? frag_sum / frag_n : 0.0);
+           (unsigned long long)last->live, frag_peak, frag_n ? frag_sum / frag_n : 0.0,
+           (unsigned long long)peak_slab, (unsigned long long)last->slab);
     fflush(stdout);
     _exit(0);                       /* the objects still live are the program's at its end */
 }
@@ -529,6 +538,7 @@ struct result {
     double ms[16];
     int runs;
     unsigned long long calls, peak_held, final_held, peak_rss, final_rss, peak_live, final_live;
+    unsigned long long peak_slab, final_slab;
     double frag_peak, frag_mean;
 };
 
@@ -576,10 +586,13 @@ static int one_run(const char *self, const char *a, const char *pre, const char 
     }
     char nm[32];
     double ms, fp, fm;
-    unsigned long long v[7];
-    if (sscanf(line, "%31s %lf %llu %llu %llu %llu %llu %llu %llu %lf %lf", nm, &ms, &v[0],
-               &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &fp, &fm) != 11)
+    unsigned long long v[9];
+    if (sscanf(line, "%31s %lf %llu %llu %llu %llu %llu %llu %llu %lf %lf %llu %llu", nm, &ms,
+               &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &fp, &fm, &v[7], &v[8]) != 13)
         return -1;
+    /* held: kslab's own count, or the peers' RSS (kslab's RSS may differ by
+     * a few pages between runs: its freelists' random order, seeded per
+     * process, decides which pages the first objects touch) */
     if (r->runs && (v[1] != r->peak_held || v[2] != r->final_held))
         r->varies = 1;
     r->ms[r->runs < 16 ? r->runs : 15] = ms;
@@ -591,6 +604,8 @@ static int one_run(const char *self, const char *a, const char *pre, const char 
     r->final_rss = v[4];
     r->peak_live = v[5];
     r->final_live = v[6];
+    r->peak_slab = v[7];
+    r->final_slab = v[8];
     r->frag_peak = fp;
     r->frag_mean = fm;
     r->ok = 1;
@@ -715,7 +730,7 @@ int main(int argc, char **argv)
     memset(res, 0, sizeof res);
     for (int r = 0; r < runs; r++) {
         for (int i = 0; i < n; i++) {
-            char lib[PATH_MAX], ser[PATH_MAX + 64];
+            char lib[PATH_MAX], ser[PATH_MAX + 4400];
             snprintf(res[i].name, sizeof res[i].name, "%s%s", is_kslab(names[i]) ? "kslab-" : "",
                      names[i]);
             const char *pre = preload_of(names[i], lib, sizeof lib);
@@ -737,12 +752,12 @@ int main(int argc, char **argv)
         }
     }
     double mib = 1048576.0;
-    printf(md ? "| allocator | ms in calls | calls | peak held MiB | final held MiB | peak RSS MiB "
-                "| final RSS MiB | held/live at peak live | mean held/live |\n"
-                "|---|---|---|---|---|---|---|---|---|\n"
-              : "%-16s %10s %10s %9s %9s %9s %9s %9s %9s\n",
-           "allocator", "ms-calls", "calls", "peak-held", "final-held", "peak-RSS", "final-RSS",
-           "frag@peak", "frag-mean");
+    printf(md ? "| allocator | ms in calls | calls | peak held MiB | final held MiB | peak slab MiB "
+                "| final slab MiB | peak RSS MiB | final RSS MiB | held/live at peak live | "
+                "mean held/live |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+              : "%-16s %10s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n",
+           "allocator", "ms-calls", "calls", "peak-held", "final-held", "peak-slab", "final-slab",
+           "peak-RSS", "final-RSS", "frag@peak", "frag-mean");
     for (int i = 0; i < n; i++) {
         struct result *r = &res[i];
         if (!r->ok) {
@@ -750,14 +765,19 @@ int main(int argc, char **argv)
             snprintf(why, sizeof why, "%s", r->missing ? "missing (not installed)" : "failed");
             if (r->timed_out)
                 snprintf(why, sizeof why, "did not finish in %u s", timeout_s);
-            printf(md ? "| %s | %s | | | | | | | |\n" : "%-16s %s\n", r->name, why);
+            printf(md ? "| %s | %s | | | | | | | | | |\n" : "%-16s %s\n", r->name, why);
             continue;
         }
         qsort(r->ms, (size_t)(r->runs < 16 ? r->runs : 16), sizeof r->ms[0], cmp_d);
         double med = r->ms[(r->runs - 1) / 2];
-        printf(md ? "| %s | %.1f | %llu | %.2f | %.2f | %.2f | %.2f | %.3f | %.3f |%s\n"
-                  : "%-16s %10.1f %10llu %9.2f %9.2f %9.2f %9.2f %9.3f %9.3f%s\n",
-               r->name, med, r->calls, r->peak_held / mib, r->final_held / mib,
+        char ps[16] = "-", fs[16] = "-";
+        if (strncmp(r->name, "kslab-", 6) == 0) {
+            snprintf(ps, sizeof ps, "%.2f", r->peak_slab / mib);
+            snprintf(fs, sizeof fs, "%.2f", r->final_slab / mib);
+        }
+        printf(md ? "| %s | %.1f | %llu | %.2f | %.2f | %s | %s | %.2f | %.2f | %.3f | %.3f |%s\n"
+                  : "%-16s %10.1f %10llu %9.2f %9.2f %9s %9s %9.2f %9.2f %9.3f %9.3f%s\n",
+               r->name, med, r->calls, r->peak_held / mib, r->final_held / mib, ps, fs,
                r->peak_rss / mib, r->final_rss / mib, r->frag_peak, r->frag_mean,
                r->varies ? (md ? " memory varied between runs" : "  (memory varied between runs)")
                          : "");

@@ -20,10 +20,13 @@ done
   echo "LD_PRELOAD), the records in their recorded order, each object written as it is allocated."
   echo "*ms in calls*: time inside the allocator calls and the first write to each new object (a"
   echo "page fault costs the same whichever side takes it; median of 3 runs); *held*: kslab's page"
-  echo "layer count (slabs, large blocks, reserves), the peers' RSS; RSS counted from the start of"
+  echo "layer count (slabs, large blocks, reserves), the peers' RSS; *slab*: kslab's slabs alone (the"
+  echo "kernel's \"Slab:\" line); RSS counted from the start of"
   echo "the replay; *held/live*: memory held over the bytes the program had live, at the peak of"
-  echo "live bytes and averaged over the trace (fragmentation).  The memory columns are the same"
-  echo "in every run (a row says so if not).  A run that takes over 60 s is stopped."
+  echo "live bytes and averaged over the trace (fragmentation).  The held and slab columns repeat"
+  echo "exactly from run to run (a row says so if they did not: jemalloc and mimalloc give memory"
+  echo "back on timers); kslab's RSS can differ by a few pages (its freelists' random order).  A run"
+  echo "that takes over 60 s is stopped."
   echo
   for w in python3 sqlite3; do
     echo "### $w"
