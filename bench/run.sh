@@ -40,6 +40,17 @@ REPORT="$OUT/report.md"
   echo
 } > "$REPORT"
 
+# KSLAB_BENCH_SECTIONS="40 55": only the sections whose file names start
+# with those numbers (the fast-path table is section 00), for working on
+# one part; make bench runs everything.
+want_section() {
+  [ -z "${KSLAB_BENCH_SECTIONS:-}" ] && return 0
+  local n
+  for n in $KSLAB_BENCH_SECTIONS; do case $1 in "$n"*) return 0 ;; esac; done
+  return 1
+}
+
+if want_section 00; then
 # ---- 1. micro: one alloc+free pair ------------------------------------------
 echo "== micro: alloc+free pairs"
 : > "$RAW/micro.tsv"
@@ -67,9 +78,11 @@ done
   echo
 } >> "$REPORT"
 cat "$RAW/micro.tsv" | column -t -s $'\t'
+fi
 
 for s in bench/sections/*.sh; do
   [ -e "$s" ] || continue
+  want_section "$(basename "$s")" || continue
   # shellcheck source=/dev/null
   . "$s"
 done

@@ -77,6 +77,7 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
         void *x = pcpu_pop_at(s, off);
         if (unlikely(!x))
             return kslab_alloc_slow(s, gfp, kmalloc_size);
+        pcpu_tag_clear(s, x);                   /* percpu.h, rule 8 */
         if (unlikely(gfp & __GFP_ZERO))
             return kslab_zero(s, x);
         return x;
@@ -86,8 +87,8 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
 
 /* kfree's per-CPU push.  x's page is a page of a published slab of s
  * (kfree's map said so, with the slab's colour), so only "an object's
- * start" is left to test.  The sheaf-top test in the push catches the
- * immediate double free; a one-page slab's free-head test is no longer
+ * start" is left to test.  The free tag (percpu.h, rule 8) catches a
+ * double free; a one-page slab's free-head test is no longer
  * made here: it read the page descriptor, 48 bytes a page, which the map
  * exists to avoid (its cost: the server rows' costliest load).  false: the
  * slow path decides. */
@@ -95,7 +96,9 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
                                                              uint32_t colour, void *x)
 {
     uintptr_t first = ((uintptr_t)x & s->slab_mask) + colour;
-    if (!object_start(s, first, x))
+    /* x an object of s; a cache without sheaves (debugged, slob-seg) is
+     * its back-end's, and x's tag word its own (percpu.h, rule 8) */
+    if (!object_start(s, first, x) || !s->pcpu_cap || !pcpu_tag_take(s, x))
         return false;
     /* A second looked-up kfree of s in a row arms the guess (percpu.h, rule
      * 7): the push leaves x's slab as the CPU's hint for s, and the next
@@ -105,15 +108,18 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
     uintptr_t guess = kslab_kfree_guess;
     if ((guess & ~(uintptr_t)1) != (uintptr_t)s) {
         if (!pcpu_push(s, x))
-            return false;
+            goto untag;
         kslab_kfree_guess = (uintptr_t)s;   /* recorded, not armed */
         return true;
     }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
     if (!pcpu_push_hint(s, x, first, gen))
-        return false;
+        goto untag;
     kslab_kfree_guess = (uintptr_t)s | 1;   /* armed: a cache with sheaves, the hint set */
     return true;
+untag:
+    pcpu_tag_clear(s, x);           /* ours: the slow path tags it again */
+    return false;
 }
 
 /* Everything the inline paths did not take, to the cpu layer (per-CPU
@@ -438,6 +444,8 @@ void *kmalloc_nolock(size_t size, gfp_t gfp, int node)
     if (kslab_debugged(s))
         return NULL;
     void *x = pcpu_pop(s);
+    if (x)
+        pcpu_tag_clear(s, x);
     if (x && (gfp & __GFP_ZERO))
         memset(x, 0, s->object_size);
     return x;

@@ -49,7 +49,7 @@
  *     then hint_gen: an abort between the two leaves a new start with the
  *     old generation, which is still sound, since the new start was checked
  *     at a generation no older than that.  What the hint skips is the
- *     slab-freelist double-free test; the sheaf-top test stays.
+ *     slab-freelist double-free test; the free tag (rule 8) stays.
  *  7. kfree's guess.  kfree must find x's cache (its page descriptor) before
  *     it knows which sheaf to push onto, and that lookup would sit on the
  *     path from one allocation to the next (the push's address depends on
@@ -65,6 +65,31 @@
  *     guess may name a destroyed cache: kmem_cache structs are type-safe,
  *     and a dead cache's sheaves have cap 0, so the section misses.
  *
+ *  8. The free tag: double frees, whichever CPU each free ran on.  An
+ *     object entering a sheaf gets x ^ kslab_tag_key written at its free
+ *     pointer offset (s->offset: the word a free object may lose -- outside the object when a constructor or
+ *     SLAB_TYPESAFE_BY_RCU keeps its contents); every allocation from a
+ *     sheaf clears it.  A free that finds the tag already there misses to
+ *     the slow path, which reports a double free if x is in fact free (in
+ *     some CPU's sheaf, the barn, or its slab: kslab_pcpu_check_free), and
+ *     otherwise frees it (a value that only looked like the tag: the key is
+ *     random per process).  The hinted push (PCPU_PUSH_HINTED) tests and
+ *     writes the tag inside its section, after the hint has proved x an
+ *     object of a live slab (so the read cannot fault) and just before the
+ *     commit; an abort after the write restarts into a section that finds
+ *     its own tag and misses, and the slow path, finding x in no sheaf,
+ *     pushes it: rare, and never a false report.  The other pushes test
+ *     and write the tag in C before their section (x validated and the
+ *     caller's), and take it back if the push misses.  Writing it after a
+ *     commit would race with a pop of x on this CPU (a preempted free's
+ *     tag landing in a live object); the write before it is to an object
+ *     that only its freer holds.  This replaces comparing x with the
+ *     sheaf's top objects, catches a double free however far back and on
+ *     whichever CPU the first free ran (two threads freeing one object on
+ *     two CPUs put it in two sheaves before), and costs the free a load,
+ *     a compare and a store to a line it usually holds, the allocation a
+ *     store to a line it is about to use.
+
  * What a miss does is in percpu.c.  Events: fast allocations are counted in
  * the commit word; objects the slow paths put in or took out are summed
  * (atomically, after their commit) in slow_net, so fast frees are
@@ -81,8 +106,6 @@
 #define PCPU_GEN_OFF 24
 #define PCPU_CAP_OFF 32
 #define PCPU_OBJS_OFF 40
-#define PCPU_TOP_OFF (PCPU_OBJS_OFF - 8)    /* objs[count - 1] is TOP(e, count, 8) */
-#define PCPU_TOP2_OFF (PCPU_OBJS_OFF - 16)  /* objs[count - 2] */
 #define PCPU_HDR PCPU_OBJS_OFF
 #define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR) / sizeof(void *))   /* 59 */
 #define PCPU_MAX_CPUS 1024          /* more possible CPUs: the per-thread mode */
@@ -99,8 +122,7 @@ struct pcpu_sheaf {
     uintptr_t hint_start;
     uint64_t hint_gen;
     uint32_t cap;           /* objects it may hold; 0: draining, or no sheaves yet */
-    uint32_t pad;           /* 0: with cap, the word the push's "objs[count - 1]"
-                             * reads when count is 0 -- never an object address */
+    uint32_t pad;
     void *objs[PCPU_CAP_MAX];
 };
 _Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
@@ -115,6 +137,41 @@ _Static_assert(offsetof(struct pcpu_sheaf, hint_start) == PCPU_HINT_OFF &&
  * both the mode test and the sections' input. */
 extern long kslab_rseq_off __attribute__((visibility("hidden")));
 #define kslab_percpu (kslab_rseq_off >= 0)
+
+/* The free tag (rule 8): a free object in a sheaf holds x ^ kslab_tag_key
+ * at x + s->offset.  Random per process, never 0 (an object whose word
+ * holds its own address -- an empty list head -- must not look free). */
+extern uint64_t kslab_tag_key __attribute__((visibility("hidden")));
+static inline uint64_t *pcpu_tag_word(const struct kmem_cache *s, void *x)
+{
+    return (uint64_t *)((char *)x + s->offset);
+}
+static inline uint64_t pcpu_tag(const void *x)
+{
+    return (uintptr_t)x ^ kslab_tag_key;
+}
+static inline bool pcpu_tagged(const struct kmem_cache *s, void *x)
+{
+    return *pcpu_tag_word(s, x) == pcpu_tag(x);
+}
+static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
+{
+    *pcpu_tag_word(s, x) = pcpu_tag(x);
+}
+/* An allocation's: x leaves the sheaves (its word is the user's again). */
+static inline void pcpu_tag_clear(const struct kmem_cache *s, void *x)
+{
+    *pcpu_tag_word(s, x) = 0;
+}
+/* Before a push done in C: false if x already carries the tag (the slow
+ * path decides), else x gets it. */
+static inline bool pcpu_tag_take(const struct kmem_cache *s, void *x)
+{
+    if (unlikely(pcpu_tagged(s, x)))
+        return false;
+    pcpu_tag_set(s, x);
+    return true;
+}
 
 #if defined(__SANITIZE_THREAD__)
 #define KSLAB_PCPU_TSAN 1
@@ -164,20 +221,22 @@ void __tsan_release(void *addr);
     ".popsection\n\t"
 
 /* The pushes' common steps (operands e, w, t as PCPU_RSEQ_CS leaves them,
- * x the object): miss if the sheaf is full or draining; miss if x is one of
- * its two top objects (objs[count - 1], objs[count - 2]: the immediate
- * double free, and free a, free b, free a, the classic way past a
- * last-freed test; below objs[0] they read cap and pad, and hint_gen, never
- * an address); then x into objs[count] and the commit.  The second compare
- * costs two instructions a free. */
+ * x the object): miss if the sheaf is full or draining; then x into
+ * objs[count] and the commit.  The free tag (rule 8) is tested and written
+ * by PCPU_PUSH_TAG inside the hinted section, by the callers in C before
+ * the others. */
 #define PCPU_PUSH_ROOM(miss)                                                  \
     "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"                        \
     "jae " miss "\n\t"
-#define PCPU_PUSH_NOT_TOP(miss)                                               \
-    "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"                  \
+/* Rule 8 inside a section (scratch a, v; x proved an object of a live
+ * slab): miss if x's word holds its tag, else write the tag. */
+#define PCPU_PUSH_TAG(miss)                                                   \
+    "movl %[toff], %k[a]\n\t"                                                 \
+    "movq %[x], %[v]\n\t"                                                     \
+    "xorq %[key], %[v]\n\t"                                                   \
+    "cmpq %[v], (%[x],%[a])\n\t"                                              \
     "je " miss "\n\t"                                                         \
-    "cmpq %[x], " PCPU_STR(PCPU_TOP2_OFF) "(%[e],%[t],8)\n\t"                 \
-    "je " miss "\n\t"
+    "movq %[v], (%[x],%[a])\n\t"
 #define PCPU_PUSH_COMMIT                                                      \
     "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"                 \
     "addq $1, %[w]\n\t"                                                      \
@@ -224,9 +283,8 @@ static inline void *pcpu_pop(struct kmem_cache *s)
     return pcpu_pop_at(s, kslab_rseq_off);
 }
 
-/* Push x (already validated) onto the current CPU's sheaf; false if it is
- * full or draining, or if x is its top (an immediate double free: the
- * slow path reports it). */
+/* Push x (already validated, its tag written) onto the current CPU's
+ * sheaf; false if it is full or draining. */
 static inline bool pcpu_push(struct kmem_cache *s, void *x)
 {
     uintptr_t e, w, t;
@@ -234,7 +292,6 @@ static inline bool pcpu_push(struct kmem_cache *s, void *x)
     pcpu_tsan_release(base);        /* before the commit that publishes x */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
-                 PCPU_PUSH_NOT_TOP("%l[miss]")
                  PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
@@ -256,7 +313,6 @@ static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_
     pcpu_tsan_release(base);
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
-                 PCPU_PUSH_NOT_TOP("%l[miss]")
                  "movq %[hs], " PCPU_STR(PCPU_HINT_OFF) "(%[e])\n\t"   /* start, then gen */
                  "movq %[hg], " PCPU_STR(PCPU_GEN_OFF) "(%[e])\n\t"
                  PCPU_PUSH_COMMIT
@@ -278,7 +334,7 @@ miss:
  * fewer, so kmem_cache_free saves none, in either mode. */
 #define PCPU_PUSH_HINTED(s, x, check, miss)                                     \
     do {                                                                        \
-        uintptr_t e_, w_, t_, v_;                                               \
+        uintptr_t e_, w_, t_, v_, a_;                                           \
         __asm__ __volatile__ goto(PCPU_RSEQ_CS                                  \
                  PCPU_PUSH_ROOM("%l[" #miss "]")                                \
                  "movq %[x], %[v]\n\t"   /* obj_index(x - hint_start) < objects */ \
@@ -290,13 +346,15 @@ miss:
                  "movq " PCPU_STR(PCPU_GEN_OFF) "(%[e]), %[v]\n\t"              \
                  "cmpq %[gen], %[v]\n\t" /* no slab given back since */         \
                  "jne %l[" #check "]\n\t"                                       \
-                 PCPU_PUSH_NOT_TOP("%l[" #miss "]")                             \
+                 PCPU_PUSH_TAG("%l[" #miss "]")                                 \
                  PCPU_PUSH_COMMIT                                               \
                  PCPU_RSEQ_ABORT                                                \
-                 : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_)    \
+                 : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_),   \
+                   [a] "=&r"(a_)                                                \
                  : [off] "r"(kslab_rseq_off), [base] "m"((s)->pcpu), [x] "r"(x), \
                    [inv] "m"((s)->inv), "c"((s)->shift),                        \
-                   [nobj] "r"((uint64_t)(s)->objects), [gen] "m"((s)->pcpu_gen) \
+                   [nobj] "m"((s)->pcpu_nobj), [gen] "m"((s)->pcpu_gen),        \
+                   [key] "m"(kslab_tag_key), [toff] "m"((s)->offset)            \
                  : "memory", "cc"                                               \
                  : miss, check);                                                \
     } while (0)
@@ -304,8 +362,8 @@ miss:
 /* kmem_cache_free's push of x, not yet validated: when the hint (rule 6)
  * vouches for it, one range test; otherwise the full check (x in an arena,
  * a live slab of s, an object start, not its slab's free head), whose push
- * sets the hint.  false: full, draining, an immediate double free, or not
- * an object of s -- the slow path decides and reports. */
+ * sets the hint.  false: full, draining, x already tagged free (rule 8),
+ * or not an object of s -- the slow path decides and reports. */
 static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
 {
 #ifdef KSLAB_PCPU_TSAN
@@ -318,17 +376,21 @@ check:;
      * for (pairs with the release increment in kslab_discard_slab) */
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
     struct slab *slab;
-    if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x)
+    if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x ||
+        !pcpu_tag_take(s, x))
         return false;
-    return pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen);
+    if (likely(pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen)))
+        return true;
+    pcpu_tag_clear(s, x);           /* ours (rule 8): the slow path tags it again */
+    return false;
 miss:
     return false;
 }
 
 /* kfree's guess (rule 7): x pushed onto g's sheaf if the CPU's hint for g
  * vouches for it, which proves x an object of a live slab of g; false
- * otherwise (kfree then looks x up).  x is only compared, never read: any
- * value is safe, NULL included. */
+ * otherwise (kfree then looks x up).  x is read (its tag, rule 8) only
+ * once the hint has vouched for it: any value is safe, NULL included. */
 static inline __attribute__((always_inline)) bool pcpu_free_guess(struct kmem_cache *g, void *x)
 {
 #ifdef KSLAB_PCPU_TSAN
@@ -342,8 +404,7 @@ miss:
 }
 
 /* The slow paths' sections (percpu.c). */
-enum pcpu_push_result { PCPU_PUSHED, PCPU_MISS, PCPU_DUP };
-enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
+bool pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
 unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep,
                         bool alloc);
 unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
@@ -359,9 +420,11 @@ void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p);
 void kslab_pcpu_drain(struct kmem_cache *s);             /* shrink: every CPU's sheaf */
 void kslab_pcpu_destroy(struct kmem_cache *s);           /* destroy: nobody uses s */
 void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS]);
-/* The top of the current CPU's sheaf of s, or NULL: a racy read, only for
- * the bulk frees' double-free test. */
-void *kslab_pcpu_top(struct kmem_cache *s);
+/* x (an object of s, validated) carries its free tag (rule 8): report a
+ * double free if x is free -- in a CPU's sheaf of s, in pending[0..n) (a
+ * bulk free's objects not yet pushed), or free in the back-end (the barn,
+ * its slab) -- and return if it is not. */
+void kslab_pcpu_check_free(struct kmem_cache *s, void *x, void *const *pending, unsigned n);
 /* Caches without sheaves, and the pseudo caches that own metadata pages
  * (their descriptors name them, so kfree's inline path reaches them), point
  * at it: an address constant, for static initialisers too. */

@@ -93,8 +93,19 @@ static int slab_cache_init(struct kmem_cache *s)
     struct slab_cache *sc = slab_c(s);
     bool debug = kslab_debugged(s);
     size_t size = ALIGN_UP(s->object_size, sizeof(void *));
-    size = ALIGN_UP(size, s->align);
     s->offset = 0;
+    /* s->offset: the word of a free object the per-CPU sheaves may write
+     * (their free tag, percpu.h rule 8).  SLAB keeps no link in a free
+     * object, but a constructed or SLAB_TYPESAFE_BY_RCU object's contents
+     * must survive while it is free: its word comes after it (or where
+     * kmem_cache_args.freeptr_offset puts it), as SLUB's free pointer. */
+    if (!debug && s->freeptr_req != FREEPTR_NONE && !(s->flags & SLAB_POISON)) {
+        s->offset = s->freeptr_req;
+    } else if (!debug && (s->ctor || (s->flags & (SLAB_TYPESAFE_BY_RCU | SLAB_POISON)))) {
+        s->offset = (uint32_t)size;
+        size += sizeof(void *);
+    }
+    size = ALIGN_UP(size, s->align);
     if (debug)
         size = slub_debug_layout(s);    /* red zones, tracks, padding (no free pointer) */
     if (size > (PAGE_SIZE << MAX_SLAB_ORDER))
@@ -603,6 +614,23 @@ static noinline void free_unbuffered(struct kmem_cache *want, struct kmem_cache 
     stat_add(s, NULL, FREE_SLOWPATH, 1);
 }
 
+/* Is x free in the shared array or in its slab (its index above inuse)?
+ * (percpu.h rule 8: SLAB writes no link into a free object, so one given
+ * back keeps its free tag, and a second free of it is asked about here.) */
+static bool slab_obj_is_free(struct kmem_cache *s, void *x)
+{
+    struct slab_cache *sc = slab_c(s);
+    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
+    bool found = false;
+    kslab_lock(&s->list_lock);
+    for (unsigned i = 0; i < sc->shared_avail && !found; i++)
+        found = sc->shared_array[i] == x;
+    if (!found)
+        found = idx_is_free(s, slab, obj_idx(s, slab, x));
+    kslab_unlock(&s->list_lock);
+    return found;
+}
+
 static void slab_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whole)
 {
     if (whole)
@@ -815,5 +843,6 @@ const struct kslab_backend slab_backend = {
     .tunables = slab_tunables,
     .cpu_refill = slab_cpu_refill,
     .cpu_drain = slab_cpu_drain,
+    .obj_is_free = slab_obj_is_free,
     .debug = &slab_debug_ops,
 };

@@ -109,6 +109,9 @@ struct kmem_cache {
     /* Slabs given back so far, from 1 (percpu.h, rule 6): the per-CPU
      * hints' generation.  Atomic builtins; the inline free reads it plainly. */
     uint64_t pcpu_gen;
+    /* objects, as 64 bits: the hinted push (percpu.h) compares an index
+     * with it from memory, which spares the section a register */
+    uint64_t pcpu_nobj;
     void (*ctor)(void *);
     /* Hardened free pointers (slub.h, get_freepointer): a free object's
      * pointer is stored as fp ^ fp_key ^ (bswap(its own address) & fp_swab).
@@ -170,6 +173,7 @@ static inline void kslab_set_geometry(struct kmem_cache *s, unsigned order, unsi
 {
     s->order = order;
     s->objects = objects;
+    s->pcpu_nobj = objects;
     s->slab_mask = ~((PAGE_SIZE << order) - 1);
     s->shift = (uint32_t)__builtin_ctz(s->size);
     uint64_t d = s->size >> s->shift, inv = d;   /* Newton: each step doubles the good bits */
@@ -344,6 +348,10 @@ struct kslab_backend {
      * whole for another CPU). */
     unsigned (*cpu_refill)(struct kmem_cache *s, void **p, unsigned want, unsigned max);
     void (*cpu_drain)(struct kmem_cache *s, void **p, unsigned n, bool whole);
+    /* Is x (a validated object of s) free in the back-end's shared
+     * structures -- a barn or shared array, its slab?  For the per-CPU
+     * mode's double-free test (percpu.h, rule 8); optional. */
+    bool (*obj_is_free)(struct kmem_cache *s, void *x);
     /* kmalloc with an alignment no size class gives (optional: SLOB) */
     void *(*kmalloc_aligned)(size_t size, size_t align, gfp_t gfp);
     /* slub_debug.h: its slabs for the debug paths (NULL: no debugging) */

@@ -807,7 +807,7 @@ static inline void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_co
 
 /* Objects of a per-CPU sheaf or a barn sheaf back to their slabs.  Every
  * one was validated when it entered a sheaf (an object start of a live slab
- * of s, not its slab's free head, not the sheaf's top), and its slab cannot
+ * of s, not its slab's free head, not already tagged free), and its slab cannot
  * leave the cache while it sits there (it counts as in use), so the drain
  * does not look each one up again as the bulk free does: it links each run
  * of one slab into a list and frees the run with one swap.  Random-order
@@ -925,6 +925,21 @@ static noinline bool barn_put(struct kmem_cache *s, struct kmem_cache_cpu_cold *
     return ok;
 }
 
+/* Is x in one of the barn's full sheaves?  (percpu.h rule 8's question;
+ * an object on its slab's freelist has lost its tag to the link, so the
+ * barn is all there is to ask.) */
+static bool slub_obj_is_free(struct kmem_cache *s, void *x)
+{
+    struct slub_cache *sc = slub_c(s);
+    bool found = false;
+    kslab_lock(&s->list_lock);
+    for (struct barn_sheaf *b = sc->barn_full; b && !found; b = b->next)
+        for (unsigned i = 0; i < b->count && !found; i++)
+            found = b->objs[i] == x;
+    kslab_unlock(&s->list_lock);
+    return found;
+}
+
 /* A full sheaf from the barn into objs (room for max); how many objects
  * (0: none, or the top one holds more than max). */
 static noinline unsigned barn_take(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc,
@@ -1040,11 +1055,12 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 }
 
 /* The object the calling thread's sheaf of s would give out next (the one
- * it freed last), or NULL. */
+ * it freed last), or NULL.  (The per-CPU mode's sheaves catch double frees
+ * with their free tag, percpu.h rule 8, and never reach this.) */
 static void *slub_sheaf_top(struct kmem_cache *s)
 {
     if (kslab_percpu)
-        return kslab_pcpu_top(s);
+        return NULL;
     struct kslab_thread *t = kslab_tls;
     struct kmem_cache_cpu_cold *cc = thread_is_real(t) ? kslab_cold_peek(t, s->id) : NULL;
     return cc ? sheaf_top(cc) : NULL;
@@ -1382,5 +1398,6 @@ const struct kslab_backend slub_backend = {
     .destroy = slub_destroy,
     .cpu_refill = slub_cpu_refill,
     .cpu_drain = slub_cpu_drain,
+    .obj_is_free = slub_obj_is_free,
     .debug = &slub_debug_ops,
 };

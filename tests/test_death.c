@@ -2,6 +2,8 @@
  * happened, the address and the cache. */
 #include "check.h"
 #include <kslab.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -157,6 +159,71 @@ static void double_free_bulk_aba(void *how)
     else
         kmem_cache_free_bulk(c, 3, p);
 }
+/* The same object freed by two threads, one after the other, each pinned
+ * to its own CPU where there are two: in the per-CPU mode the two frees
+ * push onto two different sheaves, which no sheaf-top test sees; the free
+ * tag (percpu.h rule 8) does.  by_kfree: kfree, else kmem_cache_free. */
+struct two_frees { struct kmem_cache *c; void *p; int cpu; bool by_kfree; };
+static void *free_pinned(void *arg)
+{
+    struct two_frees *f = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(f->cpu, &set);
+    sched_setaffinity(0, sizeof set, &set);     /* best effort: one CPU is fine too */
+    if (f->by_kfree)
+        kfree(f->p);
+    else
+        kmem_cache_free(f->c, f->p);
+    return NULL;
+}
+static void double_free_cpus(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("df_cpus", 64, 0, SLAB_NO_MERGE, NULL);
+    void *a, *b;
+    warm_pair(c, &a, &b);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 0; i < 2; i++) {
+        struct two_frees f = { c, a, (int)(i % (ncpu > 0 ? ncpu : 1)), how != NULL };
+        pthread_t t;
+        pthread_create(&t, NULL, free_pinned, &f);
+        pthread_join(t, NULL);
+    }
+}
+/* free a, then 40 other objects, then a again: far past any "freed
+ * recently" test, still in a sheaf (the per-CPU mode's free tag). */
+static void double_free_far(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("df_far", 64, 0, SLAB_NO_MERGE, NULL);
+    void *a, *b, *o[40];
+    warm_pair(c, &a, &b);
+    for (int i = 0; i < 40; i++)
+        o[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    kmem_cache_free(c, a);
+    for (int i = 0; i < 40; i++)
+        kmem_cache_free(c, o[i]);
+    if (how)
+        kfree(a);
+    else
+        kmem_cache_free(c, a);
+}
+/* kmem_cache_free_bulk of [a, b, c, d, e, a]: a duplicate that is neither
+ * adjacent nor among the last two, in one bulk call (more objects than a
+ * bulk call frees one by one). */
+static void double_free_bulk_far(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("df_bulk_far", 64, 0, SLAB_NO_MERGE, NULL);
+    void *a, *b;
+    warm_pair(c, &a, &b);
+    void *p[6] = { a, b };
+    for (int i = 2; i < 5; i++)
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    p[5] = a;
+    if (how)
+        kfree_bulk(6, p);
+    else
+        kmem_cache_free_bulk(c, 6, p);
+}
 static void double_free_large(void *a)
 {
     void *p = kmalloc(100000, GFP_KERNEL);
@@ -238,6 +305,18 @@ int main(int argc, char **argv)
     CHECK_DEATH(double_free_aba, "kfree", "double free of object 0x", "in cache df_aba");
     CHECK_DEATH(double_free_bulk_aba, NULL, "double free of object 0x", "in cache df_bulk");
     CHECK_DEATH(double_free_bulk_aba, "kfree", "double free of object 0x", "in cache df_bulk");
+    CHECK_DEATH(double_free_cpus, NULL, "double free of object 0x", "in cache df_cpus");
+    CHECK_DEATH(double_free_cpus, "kfree", "double free of object 0x", "in cache df_cpus");
+    if (strcmp(kslab_cpu_mode(), "percpu") == 0 && (strcmp(kslab_allocator_name(), "slub") == 0 ||
+                                                    strcmp(kslab_allocator_name(), "slab") == 0)) {
+        /* the per-CPU sheaves' free tag: any double free of an object
+         * still in a sheaf (the per-thread mode's sheaves test the last
+         * two frees only; SLOB and slob-seg have none) */
+        CHECK_DEATH(double_free_far, NULL, "double free of object 0x", "in cache df_far");
+        CHECK_DEATH(double_free_far, "kfree", "double free of object 0x", "in cache df_far");
+        CHECK_DEATH(double_free_bulk_far, NULL, "double free of object 0x", "in cache df_bulk_far");
+        CHECK_DEATH(double_free_bulk_far, "kfree", "double free of object 0x", "in cache df_bulk_far");
+    }
     CHECK_DEATH(double_free_large, NULL, "kfree(): double free of large block 0x");
     CHECK_DEATH(large_interior, NULL, "inside the large block at 0x");
     CHECK_DEATH(large_into_cache, NULL, "is a large kmalloc block, not an object of cache small_obj");
