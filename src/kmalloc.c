@@ -77,7 +77,7 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
         void *x = pcpu_pop_at(s, off);
         if (unlikely(!x))
             return kslab_alloc_slow(s, gfp, kmalloc_size);
-        pcpu_tag_clear(s, x);                   /* percpu.h, rule 8 */
+        pcpu_tag_claim(s, x);                   /* percpu.h, rule 8 */
         if (unlikely(gfp & __GFP_ZERO))
             return kslab_zero(s, x);
         return x;
@@ -445,7 +445,7 @@ void *kmalloc_nolock(size_t size, gfp_t gfp, int node)
         return NULL;
     void *x = pcpu_pop(s);
     if (x)
-        pcpu_tag_clear(s, x);
+        pcpu_tag_claim(s, x);
     if (x && (gfp & __GFP_ZERO))
         memset(x, 0, s->object_size);
     return x;

@@ -393,7 +393,7 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     if (size <= BULK_SINGLE) {
         for (; i < size; i++) {
             if ((p[i] = pcpu_pop(s)))
-                pcpu_tag_clear(s, p[i]);
+                pcpu_tag_claim(s, p[i]);
             else if (!(p[i] = kslab_pcpu_alloc(s, 0)))
                 goto fail_single;
         }
@@ -411,6 +411,8 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
         }
     }
     fast = i;
+    for (size_t k = 0; k < fast; k++)   /* out of the sheaves (rule 8) */
+        pcpu_tag_claim(s, p[k]);
     while (i < size) {
         size_t want = size - i < 65536 ? size - i : 65536;
         unsigned n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
@@ -426,7 +428,7 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     }
     if (size > fast)
         kslab_count(s, ALLOC_SLOWPATH, size - fast);
-    for (size_t k = 0; k < size; k++)   /* out of the sheaves (rule 8) */
+    for (size_t k = fast; k < size; k++)    /* a barn's may carry a tag */
         pcpu_tag_clear(s, p[k]);
 zero:
     if (gfp & __GFP_ZERO)

@@ -163,6 +163,21 @@ static inline void pcpu_tag_clear(const struct kmem_cache *s, void *x)
 {
     *pcpu_tag_word(s, x) = 0;
 }
+/* An allocation from a sheaf: every object there carries its tag, so a
+ * different word was written while x was free (an overflow from the
+ * object before it, a write after free) -- reported, never handed out. */
+static inline void pcpu_tag_claim(struct kmem_cache *s, void *x)
+{
+    /* One xor into memory tests and clears: the word becomes 0 exactly
+     * when it held the tag (a plain load, compare and store: 2
+     * instructions more on every allocation).  Not an atomic: x is the
+     * allocation's alone once its pop has committed. */
+    uint64_t *w = pcpu_tag_word(s, x), t = pcpu_tag(x);
+    bool bad;
+    __asm__("xorq %[t], %[w]" : [w] "+m"(*w), "=@ccnz"(bad) : [t] "r"(t));
+    if (unlikely(bad))
+        kslab_bad_tag(s, x, *w ^ t);
+}
 /* Before a push done in C: false if x already carries the tag (the slow
  * path decides), else x gets it. */
 static inline bool pcpu_tag_take(const struct kmem_cache *s, void *x)

@@ -49,6 +49,13 @@ _Noreturn void kslab_bad_freepointer(struct kmem_cache *s, const void *x, const 
                  "object of its slab (overflow or write after free)", s->name, x, fp);
 }
 
+_Noreturn void kslab_bad_tag(struct kmem_cache *s, const void *x, uint64_t word)
+{
+    kslab_report("free object %p of cache %s was written while free: its word at offset %u "
+                 "is %#llx, not its free tag (overflow or write after free)", x, s->name,
+                 s->offset, (unsigned long long)word);
+}
+
 _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
 {
     kslab_report("freelist of slab %p in cache %s is longer than its %u objects: "

@@ -373,6 +373,10 @@ _Noreturn void kslab_double_free(struct kmem_cache *s, const void *x)
  * object's slab: freelist corruption (an overflow or a write after free). */
 _Noreturn void kslab_bad_freepointer(struct kmem_cache *s, const void *x, const void *fp)
     __attribute__((cold));
+/* A free object's tag word (percpu.h, rule 8) changed while it sat in a
+ * sheaf: an overflow into it or a write after free. */
+_Noreturn void kslab_bad_tag(struct kmem_cache *s, const void *x, uint64_t word)
+    __attribute__((cold));
 /* A freelist longer than its slab's object count: a loop (a double free). */
 _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
     __attribute__((cold));

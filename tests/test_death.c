@@ -224,6 +224,41 @@ static void double_free_bulk_far(void *how)
     else
         kmem_cache_free_bulk(c, 6, p);
 }
+/* A write after free into the word a free object's tag lives in (SLUB
+ * and SLAB's free pointer word: offset 0 here), then the allocation that
+ * would hand the object out again. */
+static void write_after_free(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("waf_obj", 64, 0, SLAB_NO_MERGE, NULL);
+    void *a, *b;
+    warm_pair(c, &a, &b);
+    if (how)
+        kfree(a);
+    else
+        kmem_cache_free(c, a);
+    memset(a, 0x41, 8);
+    (void)!kmem_cache_alloc(c, GFP_KERNEL);
+}
+/* An 8-byte overflow from an object into the free one after it, which the
+ * next allocation would hand out. */
+static void overflow_into_free(void *how)
+{
+    struct kmem_cache *c = kmem_cache_create("ovf_obj", 64, 0, SLAB_NO_MERGE, NULL);
+    void *a, *b, *o[256];
+    warm_pair(c, &a, &b);
+    for (int i = 0; i < 256; i++)
+        o[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    for (int i = 0; i < 255; i++)
+        for (int j = 0; j < 256; j++)
+            if ((char *)o[j] == (char *)o[i] + 64) {
+                kmem_cache_free(c, o[j]);           /* the neighbour, free */
+                memset((char *)o[i] + 64, 0x41, 8);  /* 8 bytes past o[i] */
+                (void)!kmem_cache_alloc(c, GFP_KERNEL);
+                return;
+            }
+    (void)how;
+    fprintf(stderr, "no two adjacent objects\n");
+}
 static void double_free_large(void *a)
 {
     void *p = kmalloc(100000, GFP_KERNEL);
@@ -316,6 +351,11 @@ int main(int argc, char **argv)
         CHECK_DEATH(double_free_far, "kfree", "double free of object 0x", "in cache df_far");
         CHECK_DEATH(double_free_bulk_far, NULL, "double free of object 0x", "in cache df_bulk_far");
         CHECK_DEATH(double_free_bulk_far, "kfree", "double free of object 0x", "in cache df_bulk_far");
+        /* and a free object's tag must be intact when it is handed out */
+        CHECK_DEATH(write_after_free, NULL, "free object 0x", "of cache waf_obj was written while free");
+        CHECK_DEATH(write_after_free, "kfree", "free object 0x", "of cache waf_obj was written while free");
+        CHECK_DEATH(overflow_into_free, NULL, "free object 0x", "of cache ovf_obj was written while free",
+                    "is 0x4141414141414141, not its free tag");
     }
     CHECK_DEATH(double_free_large, NULL, "kfree(): double free of large block 0x");
     CHECK_DEATH(large_interior, NULL, "inside the large block at 0x");
