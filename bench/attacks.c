@@ -144,13 +144,27 @@ static int double_free_aba(void)
  * different CPUs where there are two (the harder case for a per-CPU front
  * end: the two frees land in different caches). */
 static void *a_block;
-static void *free_on(void *cpu)
+static void *got[2][4];         /* what each CPU's thread was handed after */
+static void pin(intptr_t cpu)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET((int)(intptr_t)cpu, &set);
+    CPU_SET((int)(cpu % sysconf(_SC_NPROCESSORS_ONLN)), &set);
     sched_setaffinity(0, sizeof set, &set);     /* best effort */
+}
+static void *free_on(void *cpu)
+{
+    pin((intptr_t)cpu);
     m_free(a_block);
+    return NULL;
+}
+/* The program goes on allocating, on both CPUs: where each free left the
+ * block is where it could be handed out again. */
+static void *alloc_on(void *cpu)
+{
+    pin((intptr_t)cpu);
+    for (int i = 0; i < 4; i++)
+        got[(intptr_t)cpu][i] = m_alloc(SZ);
     return NULL;
 }
 static int double_free_threads(void)
@@ -158,11 +172,20 @@ static int double_free_threads(void)
     a_block = m_alloc(SZ);
     pthread_t t;
     for (intptr_t cpu = 0; cpu < 2; cpu++) {
-        pthread_create(&t, NULL, free_on, (void *)(cpu % sysconf(_SC_NPROCESSORS_ONLN)));
+        pthread_create(&t, NULL, free_on, (void *)cpu);
         pthread_join(t, NULL);
     }
-    void *live[N];
-    return hand_out(4, live, 0) ? 0 : (puts("silent"), 0);
+    for (intptr_t cpu = 0; cpu < 2; cpu++) {
+        pthread_create(&t, NULL, alloc_on, (void *)cpu);
+        pthread_join(t, NULL);
+    }
+    for (int i = 0; i < 8; i++)
+        for (int j = i + 1; j < 8; j++)
+            if (got[i / 4][i % 4] && got[i / 4][i % 4] == got[j / 4][j % 4]) {
+                printf("exploited: block %p handed out twice\n", got[i / 4][i % 4]);
+                return 0;
+            }
+    return puts("silent"), 0;
 }
 
 /* free of a pointer inside a block. */

@@ -87,8 +87,9 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
 
 /* kfree's per-CPU push.  x's page is a page of a published slab of s
  * (kfree's map said so, with the slab's colour), so only "an object's
- * start" is left to test.  The free tag (percpu.h, rule 8) catches a
- * double free; a one-page slab's free-head test is no longer
+ * start" is left to test.  The sheaf-top test in the push catches the
+ * immediate double free, the free tag (percpu.h, rule 8) the others when
+ * the object would be handed out again; a one-page slab's free-head test is no longer
  * made here: it read the page descriptor, 48 bytes a page, which the map
  * exists to avoid (its cost: the server rows' costliest load).  false: the
  * slow path decides. */
@@ -98,8 +99,9 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
     uintptr_t first = ((uintptr_t)x & s->slab_mask) + colour;
     /* x an object of s; a cache without sheaves (debugged, slob-seg) is
      * its back-end's, and x's tag word its own (percpu.h, rule 8) */
-    if (!object_start(s, first, x) || !s->pcpu_cap || !pcpu_tag_take(s, x))
+    if (!object_start(s, first, x) || !s->pcpu_cap)
         return false;
+    pcpu_tag_set(s, x);
     /* A second looked-up kfree of s in a row arms the guess (percpu.h, rule
      * 7): the push leaves x's slab as the CPU's hint for s, and the next
      * kfree tries s first.  A first one only records s: random sizes pay
@@ -108,18 +110,15 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
     uintptr_t guess = kslab_kfree_guess;
     if ((guess & ~(uintptr_t)1) != (uintptr_t)s) {
         if (!pcpu_push(s, x))
-            goto untag;
+            return false;
         kslab_kfree_guess = (uintptr_t)s;   /* recorded, not armed */
         return true;
     }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
     if (!pcpu_push_hint(s, x, first, gen))
-        goto untag;
+        return false;
     kslab_kfree_guess = (uintptr_t)s | 1;   /* armed: a cache with sheaves, the hint set */
     return true;
-untag:
-    pcpu_tag_clear(s, x);           /* ours: the slow path tags it again */
-    return false;
 }
 
 /* Everything the inline paths did not take, to the cpu layer (per-CPU

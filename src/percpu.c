@@ -91,21 +91,23 @@ void kslab_percpu_atfork_child(void)
 
 /* ---- the slow paths' critical sections (rules: percpu.h) --------------------------- */
 
-bool pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep)
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep)
 {
     uintptr_t e, w, t, r;
     pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__(PCPU_RSEQ_CS
-                         "movl $0, %k[r]\n\t"
-                         PCPU_PUSH_ROOM("2f")
                          "movl $1, %k[r]\n\t"
+                         PCPU_PUSH_ROOM("2f")
+                         "movl $2, %k[r]\n\t"
+                         PCPU_PUSH_NOT_TOP2("2f")
+                         "xorl %k[r], %k[r]\n\t"
                          PCPU_PUSH_COMMIT
                          PCPU_RSEQ_ABORT
                          : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [r] "=&r"(r)
                          : [off] "r"(kslab_rseq_off), [base] "r"(pcpu_base(s)), [x] "r"(x)
                          : "memory", "cc");
     *ep = (struct pcpu_sheaf *)e;
-    return r;
+    return (enum pcpu_push_result)r;
 }
 
 /* Pop up to n objects (the top ones) into dst; how many.  alloc: they are
@@ -304,10 +306,7 @@ void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
         x = buf[--n];
         if (n) {
             struct pcpu_sheaf *e;
-            /* into a sheaf: each object tagged free (rule 8; a barn
-             * sheaf's already are) */
-            for (unsigned i = 0; i < n; i++)
-                pcpu_tag_set(s, buf[i]);
+            /* (each carries its free tag: cpu_refill's contract) */
             unsigned k = pcpu_push_batch(s, buf, n, &e);
             if (k)
                 slow_net_add(e, k);
@@ -316,7 +315,7 @@ void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
         }
     }
     kslab_count(s, ALLOC_SLOWPATH, 1);
-    pcpu_tag_clear(s, x);           /* a barn's or SLAB slab's object may carry one */
+    pcpu_tag_claim(s, x);           /* rule 8: refilled objects carry their tags */
     if (gfp & __GFP_ZERO)
         memset(x, 0, s->object_size);
     return x;
@@ -342,18 +341,21 @@ static bool sheaf_make_room(struct kmem_cache *s, struct pcpu_sheaf *e)
     return true;
 }
 
-/* x validated and tagged by the caller (rule 8): onto the sheaf, making
- * room if it is full, else straight to its slab. */
+/* x validated and tagged (rule 8): onto the sheaf, making room if it is
+ * full, else straight to its slab. */
 static void pcpu_free_tagged(struct kmem_cache *s, void *x)
 {
     if (pcpu_base(s) != pcpu_none) {
         for (;;) {
             struct pcpu_sheaf *e;
-            if (pcpu_push_slow(s, x, &e)) {
+            enum pcpu_push_result r = pcpu_push_slow(s, x, &e);
+            if (r == PCPU_PUSHED) {
                 slow_net_add(e, 1);
                 kslab_count(s, FREE_SLOWPATH, 1);
                 return;
             }
+            if (r == PCPU_DUP)
+                kslab_double_free(s, x);
             if (!sheaf_make_room(s, e))
                 break;
         }
@@ -364,11 +366,7 @@ static void pcpu_free_tagged(struct kmem_cache *s, void *x)
 
 void kslab_pcpu_free(struct kmem_cache *s, void *x)
 {
-    /* x tagged free (rule 8): a double free, unless x is in fact in no
-     * sheaf (our own tag, written by a section that then aborted) */
-    if (pcpu_tagged(s, x))
-        kslab_pcpu_check_free(s, x, NULL, 0);
-    pcpu_tag_set(s, x);
+    pcpu_tag_set(s, x);             /* rule 8 */
     pcpu_free_tagged(s, x);
 }
 
@@ -376,12 +374,9 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
  * (full, draining, no sheaves yet, or a double free). */
 static void pcpu_free_one(struct kmem_cache *s, void *x)
 {
-    if (pcpu_tag_take(s, x)) {
-        if (pcpu_push(s, x))
-            return;
-        pcpu_tag_clear(s, x);
-    }
-    kslab_pcpu_free(s, x);
+    pcpu_tag_set(s, x);
+    if (!pcpu_push(s, x))
+        pcpu_free_tagged(s, x);
 }
 
 /* Bulk allocation: what the current CPU's sheaf has, in one section (no
@@ -419,6 +414,8 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
         if (!n && pcpu_reclaim(s))
             n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
         if (!n) {                   /* all or nothing */
+            for (size_t k = 0; k < fast; k++)   /* the drain checks them (rule 8) */
+                pcpu_tag_set(s, p[k]);
             kslab_be->cpu_drain(s, p, (unsigned)i, false);
             if (fast)               /* counted as allocated when popped */
                 kslab_count(s, FREE_SLOWPATH, fast);
@@ -428,8 +425,8 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     }
     if (size > fast)
         kslab_count(s, ALLOC_SLOWPATH, size - fast);
-    for (size_t k = fast; k < size; k++)    /* a barn's may carry a tag */
-        pcpu_tag_clear(s, p[k]);
+    for (size_t k = fast; k < size; k++)    /* refilled: tagged (rule 8) */
+        pcpu_tag_claim(s, p[k]);
 zero:
     if (gfp & __GFP_ZERO)
         for (size_t k = 0; k < size; k++)
@@ -471,6 +468,9 @@ static void pcpu_push_all(struct kmem_cache *s, void **buf, unsigned n)
         drain_in_order(s, buf, n);
         return;
     }
+    void *top = kslab_pcpu_top(s);            /* the object freed last (racy: a hint) */
+    if (unlikely(top == buf[0]))
+        kslab_double_free(s, buf[0]);
     while (n) {
         struct pcpu_sheaf *e;
         unsigned k = pcpu_push_batch(s, buf, n, &e);
@@ -510,8 +510,8 @@ void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p)
          * runs of one slab): only "is x an object start" is left */
         if (lslab && nb && nb < PCPU_CAP_MAX && ((uintptr_t)x & cur->slab_mask) == lbase &&
             object_start(cur, lbase + lslab->pg_colour, x)) {
-            if (unlikely(slab_freelist(lslab) == x || pcpu_tagged(cur, x)))
-                kslab_pcpu_check_free(cur, x, buf, nb);
+            if (unlikely(slab_freelist(lslab) == x || buf[nb - 1] == x))
+                kslab_double_free(cur, x);
             pcpu_tag_set(cur, x);
             buf[nb++] = x;
             continue;
@@ -533,10 +533,8 @@ void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p)
             continue;
         }
         struct slab *slab = kslab_slab_of(want, s, x, fn);
-        if (unlikely(slab_freelist(slab) == x))
+        if (unlikely(slab_freelist(slab) == x || (nb && buf[nb - 1] == x)))
             kslab_double_free(s, x);
-        if (unlikely(pcpu_tagged(s, x)))    /* free already, or pending here? */
-            kslab_pcpu_check_free(s, x, buf, nb);
         pcpu_tag_set(s, x);
         buf[nb++] = x;
         lslab = slab;
@@ -578,28 +576,17 @@ void kslab_pcpu_drain(struct kmem_cache *s)
     kslab_unlock(&kslab_pcpu_lock);
 }
 
-/* Rule 8's slow half.  Reads other CPUs' sheaves racily (relaxed: they
- * change under us, and an object that is in one for the whole scan is
- * seen); a double free racing with the sheaf that holds the object
- * flushing it may be missed, never a single free reported. */
-void kslab_pcpu_check_free(struct kmem_cache *s, void *x, void *const *pending, unsigned n)
+void *kslab_pcpu_top(struct kmem_cache *s)
 {
-    for (unsigned i = 0; i < n; i++)
-        if (pending[i] == x)
-            kslab_double_free(s, x);
     struct pcpu_sheaf *base = pcpu_base(s);
-    if (base != pcpu_none) {
-        for (unsigned c = 0; c < nr_cpus; c++) {
-            struct pcpu_sheaf *e = pcpu_entry(base, c);
-            unsigned cnt = (unsigned)(__atomic_load_n(&e->word, __ATOMIC_RELAXED) &
-                                      PCPU_COUNT_MASK);
-            for (unsigned i = 0; i < cnt && i < PCPU_CAP_MAX; i++)
-                if (__atomic_load_n(&e->objs[i], __ATOMIC_RELAXED) == x)
-                    kslab_double_free(s, x);
-        }
-    }
-    if (kslab_be->obj_is_free && kslab_be->obj_is_free(s, x))
-        kslab_double_free(s, x);
+    if (base == pcpu_none)
+        return NULL;
+    uintptr_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    unsigned cpu = *(volatile uint32_t *)(tp + (uintptr_t)kslab_rseq_off + 4);
+    struct pcpu_sheaf *e = pcpu_entry(base, cpu);
+    unsigned n = (unsigned)(__atomic_load_n(&e->word, __ATOMIC_RELAXED) & PCPU_COUNT_MASK);
+    return n && n <= PCPU_CAP_MAX ? __atomic_load_n(&e->objs[n - 1], __ATOMIC_RELAXED) : NULL;
 }
 
 static void entry_events(struct pcpu_sheaf *e, uint64_t *alloc, uint64_t *free)

@@ -65,30 +65,29 @@
  *     guess may name a destroyed cache: kmem_cache structs are type-safe,
  *     and a dead cache's sheaves have cap 0, so the section misses.
  *
- *  8. The free tag: double frees, whichever CPU each free ran on.  An
- *     object entering a sheaf gets x ^ kslab_tag_key written at its free
- *     pointer offset (s->offset: the word a free object may lose -- outside the object when a constructor or
- *     SLAB_TYPESAFE_BY_RCU keeps its contents); every allocation from a
- *     sheaf clears it.  A free that finds the tag already there misses to
- *     the slow path, which reports a double free if x is in fact free (in
- *     some CPU's sheaf, the barn, or its slab: kslab_pcpu_check_free), and
- *     otherwise frees it (a value that only looked like the tag: the key is
- *     random per process).  The hinted push (PCPU_PUSH_HINTED) tests and
- *     writes the tag inside its section, after the hint has proved x an
- *     object of a live slab (so the read cannot fault) and just before the
- *     commit; an abort after the write restarts into a section that finds
- *     its own tag and misses, and the slow path, finding x in no sheaf,
- *     pushes it: rare, and never a false report.  The other pushes test
- *     and write the tag in C before their section (x validated and the
- *     caller's), and take it back if the push misses.  Writing it after a
- *     commit would race with a pop of x on this CPU (a preempted free's
- *     tag landing in a live object); the write before it is to an object
- *     that only its freer holds.  This replaces comparing x with the
- *     sheaf's top objects, catches a double free however far back and on
- *     whichever CPU the first free ran (two threads freeing one object on
- *     two CPUs put it in two sheaves before), and costs the free a load,
- *     a compare and a store to a line it usually holds, the allocation a
- *     store to a line it is about to use.
+ *  8. The free tag: what stops a double free, however far back and on
+ *     whichever CPU, and a write into a free object.  Every push writes
+ *     kslab_tag_key at x + s->offset (the word a free object may lose:
+ *     SLUB's free pointer word, outside the object when a constructor or
+ *     SLAB_TYPESAFE_BY_RCU keeps its contents), so every object in a sheaf
+ *     or the barn carries its tag; every pop tests the tag and clears it in
+ *     one xor (pcpu_tag_claim).  An object freed twice sits in sheaves
+ *     twice: the first pop clears the tag, the second finds it gone and
+ *     reports before the object could be handed out to a second owner; a
+ *     write into a free object's tag word (an overflow from the object
+ *     before it, a forged link written after free) is reported the same
+ *     way.  The push only stores the tag: it never reads the object, whose
+ *     line a program freeing an old object no longer holds (a load there
+ *     cost the server rows a third of their throughput: every free waited
+ *     for a cache miss; a store waits for nothing).  The hinted push writes
+ *     it inside its section, after the hint has proved x an object of a
+ *     live slab, before the commit; the other pushes write it in C before
+ *     their section (x validated and the caller's).  A tag written by a
+ *     push that then misses or aborts is harmless: x is still the freer's,
+ *     and whatever takes it next writes it again.  Never write it after a
+ *     commit: a pop of x on this CPU could have handed x out meanwhile.
+ *     The sheaf-top compare stays, for the commonest double free's report at
+ *     the second free itself (free a, free a).
 
  * What a miss does is in percpu.c.  Events: fast allocations are counted in
  * the commit word; objects the slow paths put in or took out are summed
@@ -106,6 +105,8 @@
 #define PCPU_GEN_OFF 24
 #define PCPU_CAP_OFF 32
 #define PCPU_OBJS_OFF 40
+#define PCPU_TOP_OFF (PCPU_OBJS_OFF - 8)    /* objs[count - 1] is TOP(e, count, 8) */
+#define PCPU_TOP2_OFF (PCPU_OBJS_OFF - 16)  /* objs[count - 2] */
 #define PCPU_HDR PCPU_OBJS_OFF
 #define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR) / sizeof(void *))   /* 59 */
 #define PCPU_MAX_CPUS 1024          /* more possible CPUs: the per-thread mode */
@@ -122,7 +123,8 @@ struct pcpu_sheaf {
     uintptr_t hint_start;
     uint64_t hint_gen;
     uint32_t cap;           /* objects it may hold; 0: draining, or no sheaves yet */
-    uint32_t pad;
+    uint32_t pad;           /* 0: with cap, the word the push's "objs[count - 1]"
+                             * reads when count is 0 -- never an object address */
     void *objs[PCPU_CAP_MAX];
 };
 _Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
@@ -138,9 +140,10 @@ _Static_assert(offsetof(struct pcpu_sheaf, hint_start) == PCPU_HINT_OFF &&
 extern long kslab_rseq_off __attribute__((visibility("hidden")));
 #define kslab_percpu (kslab_rseq_off >= 0)
 
-/* The free tag (rule 8): a free object in a sheaf holds x ^ kslab_tag_key
- * at x + s->offset.  Random per process, never 0 (an object whose word
- * holds its own address -- an empty list head -- must not look free). */
+/* The free tag (rule 8): a free object in a sheaf holds kslab_tag_key at
+ * x + s->offset.  Random per process and odd: never 0, never a pointer.
+ * The same for every object (an address-dependent tag cost the push an
+ * instruction, and one leaked tag gives the key either way). */
 extern uint64_t kslab_tag_key __attribute__((visibility("hidden")));
 static inline uint64_t *pcpu_tag_word(const struct kmem_cache *s, void *x)
 {
@@ -148,11 +151,8 @@ static inline uint64_t *pcpu_tag_word(const struct kmem_cache *s, void *x)
 }
 static inline uint64_t pcpu_tag(const void *x)
 {
-    return (uintptr_t)x ^ kslab_tag_key;
-}
-static inline bool pcpu_tagged(const struct kmem_cache *s, void *x)
-{
-    return *pcpu_tag_word(s, x) == pcpu_tag(x);
+    (void)x;
+    return kslab_tag_key;
 }
 static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
 {
@@ -164,28 +164,24 @@ static inline void pcpu_tag_clear(const struct kmem_cache *s, void *x)
     *pcpu_tag_word(s, x) = 0;
 }
 /* An allocation from a sheaf: every object there carries its tag, so a
- * different word was written while x was free (an overflow from the
- * object before it, a write after free) -- reported, never handed out. */
+ * different word means x was freed twice (its other copy was handed out
+ * and its tag cleared) or written while free (an overflow from the object
+ * before it, a write after free) -- reported, never handed out. */
 static inline void pcpu_tag_claim(struct kmem_cache *s, void *x)
 {
     /* One xor into memory tests and clears: the word becomes 0 exactly
      * when it held the tag (a plain load, compare and store: 2
      * instructions more on every allocation).  Not an atomic: x is the
      * allocation's alone once its pop has committed. */
-    uint64_t *w = pcpu_tag_word(s, x), t = pcpu_tag(x);
+    uint64_t t = pcpu_tag(x);
     bool bad;
-    __asm__("xorq %[t], %[w]" : [w] "+m"(*w), "=@ccnz"(bad) : [t] "r"(t));
+    /* (x, offset) addressed in the instruction: no add for the address */
+    __asm__ __volatile__("xorq %[t], (%[x],%[o])"
+                         : "=@ccnz"(bad)
+                         : [t] "r"(t), [x] "r"(x), [o] "r"((uintptr_t)s->offset)
+                         : "memory");
     if (unlikely(bad))
-        kslab_bad_tag(s, x, *w ^ t);
-}
-/* Before a push done in C: false if x already carries the tag (the slow
- * path decides), else x gets it. */
-static inline bool pcpu_tag_take(const struct kmem_cache *s, void *x)
-{
-    if (unlikely(pcpu_tagged(s, x)))
-        return false;
-    pcpu_tag_set(s, x);
-    return true;
+        kslab_bad_tag(s, x, *pcpu_tag_word(s, x) ^ t);
 }
 
 #if defined(__SANITIZE_THREAD__)
@@ -236,21 +232,30 @@ void __tsan_release(void *addr);
     ".popsection\n\t"
 
 /* The pushes' common steps (operands e, w, t as PCPU_RSEQ_CS leaves them,
- * x the object): miss if the sheaf is full or draining; then x into
- * objs[count] and the commit.  The free tag (rule 8) is tested and written
- * by PCPU_PUSH_TAG inside the hinted section, by the callers in C before
- * the others. */
+ * x the object): miss if the sheaf is full or draining; miss if x is its
+ * top object (objs[count - 1]: the immediate double free, reported at the
+ * second free itself; below objs[0] it reads cap and pad, never an
+ * address) -- the slow path's push also compares with objs[count - 2]
+ * (free a, free b, free a); then x into objs[count] and the commit.  The
+ * free tag (rule 8) catches every double free the compares miss, when the
+ * object would be handed out again; it is written by PCPU_PUSH_TAG inside
+ * the hinted section, by the callers in C before the others.  Each
+ * compare costs a pair about 0.1 ns (2 instructions). */
 #define PCPU_PUSH_ROOM(miss)                                                  \
     "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"                        \
     "jae " miss "\n\t"
+#define PCPU_PUSH_NOT_TOP(miss)                                               \
+    "cmpq %[x], " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8)\n\t"                  \
+    "je " miss "\n\t"
+#define PCPU_PUSH_NOT_TOP2(miss)                                              \
+    PCPU_PUSH_NOT_TOP(miss)                                                   \
+    "cmpq %[x], " PCPU_STR(PCPU_TOP2_OFF) "(%[e],%[t],8)\n\t"                 \
+    "je " miss "\n\t"
 /* Rule 8 inside a section (scratch a, v; x proved an object of a live
- * slab): miss if x's word holds its tag, else write the tag. */
-#define PCPU_PUSH_TAG(miss)                                                   \
+ * slab): x's tag into its word.  A store only: no wait on x's line. */
+#define PCPU_PUSH_TAG                                                         \
     "movl %[toff], %k[a]\n\t"                                                 \
-    "movq %[x], %[v]\n\t"                                                     \
-    "xorq %[key], %[v]\n\t"                                                   \
-    "cmpq %[v], (%[x],%[a])\n\t"                                              \
-    "je " miss "\n\t"                                                         \
+    "movq %[key], %[v]\n\t"                                                   \
     "movq %[v], (%[x],%[a])\n\t"
 #define PCPU_PUSH_COMMIT                                                      \
     "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"                 \
@@ -299,7 +304,8 @@ static inline void *pcpu_pop(struct kmem_cache *s)
 }
 
 /* Push x (already validated, its tag written) onto the current CPU's
- * sheaf; false if it is full or draining. */
+ * sheaf; false if it is full or draining, or if x is its top (an
+ * immediate double free: the slow path reports it). */
 static inline bool pcpu_push(struct kmem_cache *s, void *x)
 {
     uintptr_t e, w, t;
@@ -307,6 +313,7 @@ static inline bool pcpu_push(struct kmem_cache *s, void *x)
     pcpu_tsan_release(base);        /* before the commit that publishes x */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
+                 PCPU_PUSH_NOT_TOP("%l[miss]")
                  PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
@@ -328,6 +335,7 @@ static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_
     pcpu_tsan_release(base);
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
+                 PCPU_PUSH_NOT_TOP("%l[miss]")
                  "movq %[hs], " PCPU_STR(PCPU_HINT_OFF) "(%[e])\n\t"   /* start, then gen */
                  "movq %[hg], " PCPU_STR(PCPU_GEN_OFF) "(%[e])\n\t"
                  PCPU_PUSH_COMMIT
@@ -361,7 +369,8 @@ miss:
                  "movq " PCPU_STR(PCPU_GEN_OFF) "(%[e]), %[v]\n\t"              \
                  "cmpq %[gen], %[v]\n\t" /* no slab given back since */         \
                  "jne %l[" #check "]\n\t"                                       \
-                 PCPU_PUSH_TAG("%l[" #miss "]")                                 \
+                 PCPU_PUSH_NOT_TOP("%l[" #miss "]")                             \
+                 PCPU_PUSH_TAG                                                  \
                  PCPU_PUSH_COMMIT                                               \
                  PCPU_RSEQ_ABORT                                                \
                  : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_),   \
@@ -377,8 +386,8 @@ miss:
 /* kmem_cache_free's push of x, not yet validated: when the hint (rule 6)
  * vouches for it, one range test; otherwise the full check (x in an arena,
  * a live slab of s, an object start, not its slab's free head), whose push
- * sets the hint.  false: full, draining, x already tagged free (rule 8),
- * or not an object of s -- the slow path decides and reports. */
+ * sets the hint.  false: full, draining, x one of the sheaf's two top
+ * objects, or not an object of s -- the slow path decides and reports. */
 static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
 {
 #ifdef KSLAB_PCPU_TSAN
@@ -391,20 +400,17 @@ check:;
      * for (pairs with the release increment in kslab_discard_slab) */
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
     struct slab *slab;
-    if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x ||
-        !pcpu_tag_take(s, x))
+    if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x)
         return false;
-    if (likely(pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen)))
-        return true;
-    pcpu_tag_clear(s, x);           /* ours (rule 8): the slow path tags it again */
-    return false;
+    pcpu_tag_set(s, x);             /* rule 8 */
+    return pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen);
 miss:
     return false;
 }
 
 /* kfree's guess (rule 7): x pushed onto g's sheaf if the CPU's hint for g
  * vouches for it, which proves x an object of a live slab of g; false
- * otherwise (kfree then looks x up).  x is read (its tag, rule 8) only
+ * otherwise (kfree then looks x up).  x is written (its tag, rule 8) only
  * once the hint has vouched for it: any value is safe, NULL included. */
 static inline __attribute__((always_inline)) bool pcpu_free_guess(struct kmem_cache *g, void *x)
 {
@@ -419,7 +425,8 @@ miss:
 }
 
 /* The slow paths' sections (percpu.c). */
-bool pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
+enum pcpu_push_result { PCPU_PUSHED, PCPU_MISS, PCPU_DUP };
+enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep);
 unsigned pcpu_pop_batch(struct kmem_cache *s, void **dst, unsigned n, struct pcpu_sheaf **ep,
                         bool alloc);
 unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
@@ -435,11 +442,9 @@ void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p);
 void kslab_pcpu_drain(struct kmem_cache *s);             /* shrink: every CPU's sheaf */
 void kslab_pcpu_destroy(struct kmem_cache *s);           /* destroy: nobody uses s */
 void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS]);
-/* x (an object of s, validated) carries its free tag (rule 8): report a
- * double free if x is free -- in a CPU's sheaf of s, in pending[0..n) (a
- * bulk free's objects not yet pushed), or free in the back-end (the barn,
- * its slab) -- and return if it is not. */
-void kslab_pcpu_check_free(struct kmem_cache *s, void *x, void *const *pending, unsigned n);
+/* The top of the current CPU's sheaf of s, or NULL: a racy read, only for
+ * the bulk frees' double-free test. */
+void *kslab_pcpu_top(struct kmem_cache *s);
 /* Caches without sheaves, and the pseudo caches that own metadata pages
  * (their descriptors name them, so kfree's inline path reaches them), point
  * at it: an address constant, for static initialisers too. */

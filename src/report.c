@@ -51,9 +51,10 @@ _Noreturn void kslab_bad_freepointer(struct kmem_cache *s, const void *x, const 
 
 _Noreturn void kslab_bad_tag(struct kmem_cache *s, const void *x, uint64_t word)
 {
-    kslab_report("free object %p of cache %s was written while free: its word at offset %u "
-                 "is %#llx, not its free tag (overflow or write after free)", x, s->name,
-                 s->offset, (unsigned long long)word);
+    kslab_report("double free or write after free of object %p in cache %s: its word at "
+                 "offset %u is %#llx, not its free tag, as it leaves a sheaf (freed twice, an "
+                 "overflow into it, or a write after free)", x, s->name, s->offset,
+                 (unsigned long long)word);
 }
 
 _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)

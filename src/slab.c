@@ -393,8 +393,19 @@ static void destroy_list(struct kmem_cache *s, struct slab *list)
 /* free_block(): objects back into their slabs (list_lock held). */
 static void free_block(struct kmem_cache *s, void **objs, unsigned n)
 {
+    /* The per-CPU mode: each object comes from a sheaf or the shared
+     * array and carries its free tag (percpu.h rule 8), which is checked
+     * and consumed here, as SLUB's link write consumes it: a copy of an
+     * object freed twice whose other copy was handed out is reported, and
+     * a stale copy left in a sheaf fails its pop. */
+    bool tagged = kslab_percpu && s->pcpu_cap;
     for (unsigned i = 0; i < n; i++) {
         void *obj = objs[i];
+        if (tagged) {
+            if (unlikely(*pcpu_tag_word(s, obj) != pcpu_tag(obj)))
+                kslab_bad_tag(s, obj, *pcpu_tag_word(s, obj));
+            pcpu_tag_clear(s, obj);
+        }
         struct slab *slab = addr_desc((uintptr_t)obj & s->slab_mask);
         slab_put_obj(s, slab, obj);
         slab_c(s)->free_objects++;
@@ -430,6 +441,9 @@ static struct slab *maybe_reap(struct kmem_cache *s)
  * or the per-CPU mode's buffer); how many (0: the cache cannot grow). */
 static unsigned slab_refill(struct kmem_cache *s, void **p, unsigned want)
 {
+    /* the per-CPU mode: objects from the slabs go into a sheaf, tagged
+     * (percpu.h rule 8); the shared array's carry their tags already */
+    bool tag = kslab_percpu && s->pcpu_cap;
     struct slab_cache *sc = slab_c(s);
     unsigned got = 0;
     for (;;) {                         /* until we get objects or cannot grow */
@@ -446,7 +460,10 @@ static unsigned slab_refill(struct kmem_cache *s, void **p, unsigned want)
             if (!slab)
                 break;
             while (slab->counters.inuse < s->objects && got < want) {
-                p[got++] = slab_get_obj(s, slab);
+                p[got] = slab_get_obj(s, slab);
+                if (tag)
+                    pcpu_tag_set(s, p[got]);
+                got++;
                 sc->free_objects--;
             }
             list_fix(s, slab);
@@ -610,25 +627,10 @@ static noinline void free_unbuffered(struct kmem_cache *want, struct kmem_cache 
         slub_debug_free(want, s, x, fn);
         return;
     }
+    if (kslab_percpu && s->pcpu_cap)
+        pcpu_tag_set(s, x);     /* as if from a sheaf: free_block consumes it */
     free_to_slabs(s, &x, 1);
     stat_add(s, NULL, FREE_SLOWPATH, 1);
-}
-
-/* Is x free in the shared array or in its slab (its index above inuse)?
- * (percpu.h rule 8: SLAB writes no link into a free object, so one given
- * back keeps its free tag, and a second free of it is asked about here.) */
-static bool slab_obj_is_free(struct kmem_cache *s, void *x)
-{
-    struct slab_cache *sc = slab_c(s);
-    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
-    bool found = false;
-    kslab_lock(&s->list_lock);
-    for (unsigned i = 0; i < sc->shared_avail && !found; i++)
-        found = sc->shared_array[i] == x;
-    if (!found)
-        found = idx_is_free(s, slab, obj_idx(s, slab, x));
-    kslab_unlock(&s->list_lock);
-    return found;
 }
 
 static void slab_cpu_drain(struct kmem_cache *s, void **p, unsigned n, bool whole)
@@ -843,6 +845,5 @@ const struct kslab_backend slab_backend = {
     .tunables = slab_tunables,
     .cpu_refill = slab_cpu_refill,
     .cpu_drain = slab_cpu_drain,
-    .obj_is_free = slab_obj_is_free,
     .debug = &slab_debug_ops,
 };

@@ -345,13 +345,12 @@ struct kslab_backend {
      * per-thread state.  cpu_refill gives up to `want` objects, or a whole
      * shared sheaf of up to `max` (0: out of memory); cpu_drain takes n
      * validated objects back (whole: a full sheaf, which may be kept
-     * whole for another CPU). */
+     * whole for another CPU).  Both move free objects, each carrying its
+     * free tag (percpu.h rule 8): cpu_refill writes it on what it takes
+     * from slabs, cpu_drain checks and consumes it on what it gives to
+     * them. */
     unsigned (*cpu_refill)(struct kmem_cache *s, void **p, unsigned want, unsigned max);
     void (*cpu_drain)(struct kmem_cache *s, void **p, unsigned n, bool whole);
-    /* Is x (a validated object of s) free in the back-end's shared
-     * structures -- a barn or shared array, its slab?  For the per-CPU
-     * mode's double-free test (percpu.h, rule 8); optional. */
-    bool (*obj_is_free)(struct kmem_cache *s, void *x);
     /* kmalloc with an alignment no size class gives (optional: SLOB) */
     void *(*kmalloc_aligned)(size_t size, size_t align, gfp_t gfp);
     /* slub_debug.h: its slabs for the debug paths (NULL: no debugging) */
@@ -373,8 +372,9 @@ _Noreturn void kslab_double_free(struct kmem_cache *s, const void *x)
  * object's slab: freelist corruption (an overflow or a write after free). */
 _Noreturn void kslab_bad_freepointer(struct kmem_cache *s, const void *x, const void *fp)
     __attribute__((cold));
-/* A free object's tag word (percpu.h, rule 8) changed while it sat in a
- * sheaf: an overflow into it or a write after free. */
+/* A free object's tag word (percpu.h, rule 8) was not its tag when a pop
+ * took it: freed twice (its other copy was handed out), or written while
+ * free (an overflow into it, a write after free). */
 _Noreturn void kslab_bad_tag(struct kmem_cache *s, const void *x, uint64_t word)
     __attribute__((cold));
 /* A freelist longer than its slab's object count: a loop (a double free). */

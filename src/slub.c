@@ -807,7 +807,7 @@ static inline void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_co
 
 /* Objects of a per-CPU sheaf or a barn sheaf back to their slabs.  Every
  * one was validated when it entered a sheaf (an object start of a live slab
- * of s, not its slab's free head, not already tagged free), and its slab cannot
+ * of s, not its slab's free head, not the sheaf's top), and its slab cannot
  * leave the cache while it sits there (it counts as in use), so the drain
  * does not look each one up again as the bulk free does: it links each run
  * of one slab into a list and frees the run with one swap.  Random-order
@@ -817,13 +817,24 @@ static inline void slab_free_list(struct kmem_cache *s, struct kmem_cache_cpu_co
  * underflows it and is reported. */
 static void slub_drain_validated(struct kmem_cache *s, void **p, unsigned n)
 {
+    /* In the per-CPU mode every object here carries its free tag (percpu.h
+     * rule 8) in the word its link is about to take: a copy of an object
+     * freed twice whose other copy was handed out, or one written while
+     * free, is reported before its slab takes it back (the read costs
+     * nothing: the link's write brings the line in).  The link's write
+     * consumes the tag, so a stale copy left in a sheaf fails its pop. */
+    bool tagged = kslab_percpu;
     while (n) {
         void *head = p[--n], *tail = head;
         uintptr_t base = (uintptr_t)head & s->slab_mask;
         unsigned cnt = 1;
+        if (tagged && unlikely(*pcpu_tag_word(s, head) != pcpu_tag(head)))
+            kslab_bad_tag(s, head, *pcpu_tag_word(s, head));
         for (; n && ((uintptr_t)p[n - 1] & s->slab_mask) == base; n--, cnt++) {
             if (unlikely(p[n - 1] == head))
                 kslab_double_free(s, head);
+            if (tagged && unlikely(*pcpu_tag_word(s, p[n - 1]) != pcpu_tag(p[n - 1])))
+                kslab_bad_tag(s, p[n - 1], *pcpu_tag_word(s, p[n - 1]));
             set_freepointer(s, p[n - 1], head);
             head = p[n - 1];
         }
@@ -923,21 +934,6 @@ static noinline bool barn_put(struct kmem_cache *s, struct kmem_cache_cpu_cold *
     if (ok)
         stat_add(s, cc, BARN_PUT, 1);
     return ok;
-}
-
-/* Is x in one of the barn's full sheaves?  (percpu.h rule 8's question;
- * an object on its slab's freelist has lost its tag to the link, so the
- * barn is all there is to ask.) */
-static bool slub_obj_is_free(struct kmem_cache *s, void *x)
-{
-    struct slub_cache *sc = slub_c(s);
-    bool found = false;
-    kslab_lock(&s->list_lock);
-    for (struct barn_sheaf *b = sc->barn_full; b && !found; b = b->next)
-        for (unsigned i = 0; i < b->count && !found; i++)
-            found = b->objs[i] == x;
-    kslab_unlock(&s->list_lock);
-    return found;
 }
 
 /* A full sheaf from the barn into objs (room for max); how many objects
@@ -1055,12 +1051,11 @@ static void __slub_free(struct kmem_cache *s, struct slab *slab, void *x)
 }
 
 /* The object the calling thread's sheaf of s would give out next (the one
- * it freed last), or NULL.  (The per-CPU mode's sheaves catch double frees
- * with their free tag, percpu.h rule 8, and never reach this.) */
+ * it freed last), or NULL. */
 static void *slub_sheaf_top(struct kmem_cache *s)
 {
     if (kslab_percpu)
-        return NULL;
+        return kslab_pcpu_top(s);
     struct kslab_thread *t = kslab_tls;
     struct kmem_cache_cpu_cold *cc = thread_is_real(t) ? kslab_cold_peek(t, s->id) : NULL;
     return cc ? sheaf_top(cc) : NULL;
@@ -1354,7 +1349,12 @@ static void slub_free_bulk_account(struct kmem_cache *want, size_t size, void **
 static unsigned slub_cpu_refill(struct kmem_cache *s, void **p, unsigned want, unsigned max)
 {
     unsigned n = max > 1 ? barn_take(s, NULL, p, max) : 0;
-    return n ? n : alloc_from_partial(s, NULL, p, want);
+    if (n)
+        return n;                   /* a barn sheaf's objects carry their tags */
+    n = alloc_from_partial(s, NULL, p, want);
+    for (unsigned i = 0; i < n; i++)    /* free objects into a sheaf: rule 8 */
+        pcpu_tag_set(s, p[i]);
+    return n;
 }
 
 /* A full sheaf to the barn (whole), else every object back to its slab. */
@@ -1398,6 +1398,5 @@ const struct kslab_backend slub_backend = {
     .destroy = slub_destroy,
     .cpu_refill = slub_cpu_refill,
     .cpu_drain = slub_cpu_drain,
-    .obj_is_free = slub_obj_is_free,
     .debug = &slub_debug_ops,
 };
