@@ -106,6 +106,23 @@ static void after_double_free(struct kmem_cache *c)
     for (int i = 0; i < 200; i++)
         (void)!kmem_cache_alloc(c, GFP_KERNEL);
 }
+/* Free x by kfree (how != NULL) or kmem_cache_free; p[0..n) by kfree_bulk
+ * or kmem_cache_free_bulk, then after_double_free. */
+static void free_how(struct kmem_cache *c, void *x, void *how)
+{
+    if (how)
+        kfree(x);
+    else
+        kmem_cache_free(c, x);
+}
+static void free_bulk_how(struct kmem_cache *c, size_t n, void **p, void *how)
+{
+    if (how)
+        kfree_bulk(n, p);
+    else
+        kmem_cache_free_bulk(c, n, p);
+    after_double_free(c);
+}
 static void double_free_fast(void *a)
 {
     void *keep = kmalloc(32, GFP_KERNEL);     /* a neighbour keeps the page alive (SLOB) */
@@ -147,15 +164,9 @@ static void double_free_aba(void *how)
     struct kmem_cache *c = kmem_cache_create("df_aba", 64, 0, SLAB_NO_MERGE, NULL);
     void *a, *b;
     warm_pair(c, &a, &b);
-    if (how) {
-        kfree(a);
-        kfree(b);
-        kfree(a);
-    } else {
-        kmem_cache_free(c, a);
-        kmem_cache_free(c, b);
-        kmem_cache_free(c, a);
-    }
+    free_how(c, a, how);
+    free_how(c, b, how);
+    free_how(c, a, how);
     after_double_free(c);
 }
 /* kmem_cache_free_bulk (a != NULL: kfree_bulk) of [a, b, a] */
@@ -165,11 +176,7 @@ static void double_free_bulk_aba(void *how)
     void *a, *b;
     warm_pair(c, &a, &b);
     void *p[3] = { a, b, a };
-    if (how)
-        kfree_bulk(3, p);
-    else
-        kmem_cache_free_bulk(c, 3, p);
-    after_double_free(c);
+    free_bulk_how(c, 3, p, how);
 }
 /* The same object freed by two threads, one after the other, each pinned
  * to its own CPU where there are two: in the per-CPU mode the two frees
@@ -183,14 +190,10 @@ static void *free_pinned(void *arg)
     CPU_ZERO(&set);
     CPU_SET(f->cpu, &set);
     sched_setaffinity(0, sizeof set, &set);     /* best effort: one CPU is fine too */
-    if (!f->p) {                /* allocate: the per-CPU mode reports here */
-        for (int i = 0; i < 200; i++)
-            (void)!kmem_cache_alloc(f->c, GFP_KERNEL);
-    } else if (f->by_kfree) {
-        kfree(f->p);
-    } else {
-        kmem_cache_free(f->c, f->p);
-    }
+    if (!f->p)                  /* allocate: the per-CPU mode reports here */
+        after_double_free(f->c);
+    else
+        free_how(f->c, f->p, f->by_kfree ? "kfree" : NULL);
     return NULL;
 }
 static void double_free_cpus(void *how)
@@ -220,10 +223,7 @@ static void double_free_far(void *how)
     kmem_cache_free(c, a);
     for (int i = 0; i < 40; i++)
         kmem_cache_free(c, o[i]);
-    if (how)
-        kfree(a);
-    else
-        kmem_cache_free(c, a);
+    free_how(c, a, how);
     after_double_free(c);
 }
 /* kmem_cache_free_bulk of [a, b, c, d, e, a]: a duplicate that is neither
@@ -238,11 +238,7 @@ static void double_free_bulk_far(void *how)
     for (int i = 2; i < 5; i++)
         p[i] = kmem_cache_alloc(c, GFP_KERNEL);
     p[5] = a;
-    if (how)
-        kfree_bulk(6, p);
-    else
-        kmem_cache_free_bulk(c, 6, p);
-    after_double_free(c);
+    free_bulk_how(c, 6, p, how);
 }
 /* A write after free into the word a free object's tag lives in (SLUB
  * and SLAB's free pointer word: offset 0 here), then the allocation that
@@ -252,10 +248,7 @@ static void write_after_free(void *how)
     struct kmem_cache *c = kmem_cache_create("waf_obj", 64, 0, SLAB_NO_MERGE, NULL);
     void *a, *b;
     warm_pair(c, &a, &b);
-    if (how)
-        kfree(a);
-    else
-        kmem_cache_free(c, a);
+    free_how(c, a, how);
     memset(a, 0x41, 8);
     (void)!kmem_cache_alloc(c, GFP_KERNEL);
 }
