@@ -69,25 +69,29 @@
  *     whichever CPU, and a write into a free object.  Every push writes
  *     kslab_tag_key at x + s->offset (the word a free object may lose:
  *     SLUB's free pointer word, outside the object when a constructor or
- *     SLAB_TYPESAFE_BY_RCU keeps its contents), so every object in a sheaf
- *     or the barn carries its tag; every pop tests the tag and clears it in
- *     one xor (pcpu_tag_claim).  An object freed twice sits in sheaves
- *     twice: the first pop clears the tag, the second finds it gone and
- *     reports before the object could be handed out to a second owner; a
- *     write into a free object's tag word (an overflow from the object
- *     before it, a forged link written after free) is reported the same
- *     way.  The push only stores the tag: it never reads the object, whose
- *     line a program freeing an old object no longer holds (a load there
- *     cost the server rows a third of their throughput: every free waited
- *     for a cache miss; a store waits for nothing).  The hinted push writes
- *     it inside its section, after the hint has proved x an object of a
- *     live slab, before the commit; the other pushes write it in C before
- *     their section (x validated and the caller's).  A tag written by a
- *     push that then misses or aborts is harmless: x is still the freer's,
- *     and whatever takes it next writes it again.  Never write it after a
- *     commit: a pop of x on this CPU could have handed x out meanwhile.
- *     The sheaf-top compare stays, for the commonest double free's report at
- *     the second free itself (free a, free a).
+ *     SLAB_TYPESAFE_BY_RCU keeps its contents), and the back-ends' refills
+ *     write it on what they take from slabs, so every object in a sheaf,
+ *     the barn or SLAB's shared array carries it.  Where an object leaves
+ *     them the tag is checked and consumed: every pop tests and clears it
+ *     in one xor (pcpu_tag_claim), every drain to the slabs tests it and
+ *     writes over it (SLUB's link, SLAB's free_block).  An object freed
+ *     twice sits there twice: whichever copy leaves first consumes the
+ *     tag, and the other is reported as it leaves -- before it can be
+ *     handed out to a second owner; a write into a free object's tag word
+ *     (an overflow from the object before it, a forged link written after
+ *     free) is reported the same way.  The push only stores the tag: it
+ *     never reads the object, whose line a program freeing an old object
+ *     no longer holds (a test there cost the server rows a third of their
+ *     throughput: every free waited for a cache miss; a store waits for
+ *     nothing).  The hinted push writes it inside its section, after the
+ *     hint has proved x an object of a live slab, before the commit; the
+ *     other pushes write it in C before their section (x validated and the
+ *     caller's).  A tag written by a push that then misses or aborts is
+ *     harmless: x is still the freer's, and wherever it goes next expects
+ *     the tag.  Never write it after a commit: a pop of x on this CPU could
+ *     have handed x out meanwhile.  The sheaf-top compare stays, so the
+ *     commonest double free (free a, free a) is reported at the second
+ *     free itself.
 
  * What a miss does is in percpu.c.  Events: fast allocations are counted in
  * the commit word; objects the slow paths put in or took out are summed
@@ -158,7 +162,7 @@ static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
 {
     *pcpu_tag_word(s, x) = pcpu_tag(x);
 }
-/* An allocation's: x leaves the sheaves (its word is the user's again). */
+/* A drain's, once it has checked the tag: x is the slab's again. */
 static inline void pcpu_tag_clear(const struct kmem_cache *s, void *x)
 {
     *pcpu_tag_word(s, x) = 0;
@@ -170,9 +174,9 @@ static inline void pcpu_tag_clear(const struct kmem_cache *s, void *x)
 static inline void pcpu_tag_claim(struct kmem_cache *s, void *x)
 {
     /* One xor into memory tests and clears: the word becomes 0 exactly
-     * when it held the tag (a plain load, compare and store: 2
-     * instructions more on every allocation).  Not an atomic: x is the
-     * allocation's alone once its pop has committed. */
+     * when it held the tag (a plain load, compare and store would be 2
+     * instructions more).  Not an atomic: x is the allocation's alone once
+     * its pop has committed. */
     uint64_t t = pcpu_tag(x);
     bool bad;
     /* (x, offset) addressed in the instruction: no add for the address */
