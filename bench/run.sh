@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 B=build/bench
 OUT=${KSLAB_RESULTS:-results}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)     # absolute: sections run programs from other directories
 RAW="$OUT/raw"
 mkdir -p "$RAW"
 LIBDIR=/usr/lib/x86_64-linux-gnu
