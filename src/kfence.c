@@ -10,18 +10,29 @@
  * are reported by kslab's SIGSEGV handler, which hands every other fault to
  * the handler installed before it.
  *
- * Cost: nothing on the fast paths (sampling counts slow-path allocations
- * only: a sheaf refill in the per-CPU mode, a cpu slab change in the
- * per-thread one); off (the default), one test of a global there.
+ * Sampling, on the slow paths only (a sheaf refill in the per-CPU mode, a
+ * cpu slab change in the per-thread one): KSLAB_KFENCE=N samples one in N
+ * of them; KSLAB_KFENCE=Nms the first after each N milliseconds, as the
+ * kernel's kfence.sample_interval (100 ms there), so that what KFENCE
+ * costs does not grow with the allocation rate -- a time-stamp counter
+ * read against a deadline per slow path, the clock once per interval.
+ *
+ * Cost: nothing on the fast paths; off (the default), one test of a global
+ * on the slow path.
  */
 #define _GNU_SOURCE
 #include "kfence.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 char *kslab_kfence_start, *kslab_kfence_end;
 unsigned long kslab_kfence_interval;     /* KSLAB_KFENCE: 0 off */
 static unsigned long countdown;          /* racy on purpose: sampling is a rate */
+/* KSLAB_KFENCE=Nms: the interval, and the counter's deadline for the next
+ * sample (plain, racy on purpose as countdown: two threads past it may
+ * both sample, which a rate allows) */
+static uint64_t interval_ns, next_tsc;
 
 #define KFENCE_OBJECTS 255
 #define CANARY 0xaa
@@ -52,9 +63,17 @@ static void kfence_fault(void *addr, bool write);
 
 void kslab_kfence_init(void)
 {
-    unsigned long n = kslab_env_number("KSLAB_KFENCE", 0);
+    const char *v = prim_getenv("KSLAB_KFENCE");
+    char *end = NULL;
+    unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
     if (!n)
         return;
+    if (end && strcmp(end, "ms") == 0) {
+        interval_ns = (uint64_t)n * 1000000u;
+    } else if (end && *end) {
+        kslab_warn("KSLAB_KFENCE=%s: not N or Nms; KFENCE off", v);
+        return;
+    }
     size_t bytes = (2 * (size_t)KFENCE_OBJECTS + 1) * PAGE_SIZE;
     char *pool = prim_map_none(bytes);
     if (!pool || !prim_on_fault(kfence_fault)) {
@@ -72,6 +91,14 @@ void kslab_kfence_init(void)
 
 bool kslab_kfence_due(void)
 {
+    if (interval_ns) {
+#if defined(__x86_64__) || defined(__i386__)
+        if (__builtin_ia32_rdtsc() < next_tsc)
+            return false;
+#endif
+        next_tsc = kslab_tsc_after(interval_ns, NULL);
+        return true;
+    }
     if (--countdown)
         return false;
     countdown = kslab_kfence_interval;

@@ -248,16 +248,27 @@ static bool kslab_publish_now(void)
     return ok;
 }
 
+/* The time-stamp counter ns nanoseconds from now, at the rate measured
+ * since start-up (until 1 ms has passed, one tick a ns); *now_ns gets the
+ * coarse clock it read.  For deadlines a slow path tests with one counter
+ * read: the publish tick's, KFENCE's time-based sampling. */
+uint64_t kslab_tsc_after(uint64_t ns, uint64_t *now_ns)
+{
+    uint64_t now = coarse_ns(), tsc = read_tsc();
+    double per_ns = now > ns0 + 1000000 && tsc > tsc0 ? (double)(tsc - tsc0) / (double)(now - ns0)
+                                                      : 1.0;
+    if (now_ns)
+        *now_ns = now;
+    return tsc + (uint64_t)(per_ns * (double)ns);
+}
+
 void kslab_publish_tick_slow(void)
 {
     if (!publish_on)
         return;
-    uint64_t now = coarse_ns(), tsc = read_tsc();
-    /* the gate's next deadline: one interval of counter ticks at the rate
-     * measured since start-up (until 1 ms has passed, one tick a ns) */
-    double per_ns = now > ns0 + 1000000 && tsc > tsc0 ? (double)(tsc - tsc0) / (double)(now - ns0)
-                                                      : 1.0;
-    __atomic_store_n(&kslab_publish_next_tsc, tsc + (uint64_t)(per_ns * (double)publish_interval_ns),
+    uint64_t now;
+    /* the gate's next deadline: one interval of counter ticks */
+    __atomic_store_n(&kslab_publish_next_tsc, kslab_tsc_after(publish_interval_ns, &now),
                      __ATOMIC_RELAXED);
     uint64_t next = atomic_load_explicit(&publish_next, memory_order_relaxed);
     if (now < next || !atomic_compare_exchange_strong_explicit(

@@ -583,6 +583,7 @@ static inline void kslab_publish_tick(void)
     kslab_publish_tick_slow();
 }
 void kslab_publish_exit(void);
+uint64_t kslab_tsc_after(uint64_t ns, uint64_t *now_ns);
 extern struct kmem_cache *kslab_cache_list;
 struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
 /* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A sampled kmalloc(size) object at the right (right != 0) or left end of
  * its page; NULL if none came in many tries (KFENCE off). */
@@ -137,8 +138,38 @@ static void skip_and_lookup(void)
     kfree(k);
 }
 
-int main(void)
+/* KSLAB_KFENCE=Nms (argv: --time N): the first slow-path allocation after
+ * each N ms is sampled.  kmalloc(64) objects are allocated (and kept, so
+ * that slow paths keep coming) for about 400 ms: the samples must be about
+ * 400 / N -- at least 2, at most twice that -- where
+ * sampling by count (KSLAB_KFENCE=N) would take one slow path in N and fill
+ * the pool. */
+static int by_time(unsigned ms)
 {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    unsigned sampled = 0;
+    double elapsed = 0;
+    while (elapsed < 400) {
+        for (int i = 0; i < 1000; i++) {
+            void *p = kmalloc(64, GFP_KERNEL);
+            sampled += kslab_kfence_object(p) ? 1 : 0;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        elapsed = (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6;
+    }
+    /* (twice the intervals: the counter's rate is measured as the process
+     * runs, so the first deadlines may come early) */
+    unsigned most = 2 * (unsigned)(elapsed / ms) + 2;
+    printf("KSLAB_KFENCE=%ums: %u sampled in %.0f ms (bounds 2..%u)\n", ms, sampled, elapsed, most);
+    CHECK(sampled >= 2 && sampled <= most);
+    return check_done();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--time") == 0)
+        return by_time((unsigned)strtoul(argv[2], NULL, 10));
     works();
     skip_and_lookup();
     CHECK_DEATH(overflow, NULL, "KFENCE: out-of-bounds write at 0x", "1B right of kfence-#",

@@ -7,7 +7,7 @@ RUNCMD=$PWD/$B/runcmd
 PROG=$PWD/tests/programs
 HCONF="default norandom off kfence"
 declare -A HENV=( [default]="X=1" [norandom]="KSLAB_RANDOM_WINDOW=0" [off]="KSLAB_HARDENED=0"
-                  [kfence]="KSLAB_KFENCE=1000" )
+                  [kfence]="KSLAB_KFENCE=100ms" )
 HRUNS=${HARDEN_RUNS:-5}
 : > "$RAW/harden.tsv"
 for r in $(seq "$HRUNS"); do
@@ -53,7 +53,8 @@ done
   echo "kmalloc(32) 3.09 -> 3.50, malloc(32) 3.35 -> 3.63, malloc(256) 3.37 -> 3.63; python3"
   echo "alloc_heavy.py 918 -> 932 ms, medians of 7)."
   echo
-  echo "*kfence*: the default with \`KSLAB_KFENCE=1000\` (one slow-path allocation in 1000 sampled;"
+  echo "*kfence*: the default with \`KSLAB_KFENCE=100ms\` (the first slow-path allocation after each"
+  echo "100 ms sampled, the kernel's default interval;"
   echo "the per-thread rows and python3 included), its ratio to *default*."
   echo
   echo "| row | default | norandom | off | kfence | default / off | norandom / off | kfence / default |"
