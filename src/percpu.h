@@ -390,8 +390,8 @@ miss:
 /* kmem_cache_free's push of x, not yet validated: when the hint (rule 6)
  * vouches for it, one range test; otherwise the full check (x in an arena,
  * a live slab of s, an object start, not its slab's free head), whose push
- * sets the hint.  false: full, draining, x one of the sheaf's two top
- * objects, or not an object of s -- the slow path decides and reports. */
+ * sets the hint.  false: full, draining, x the sheaf's top object, or
+ * not an object of s -- the slow path decides and reports. */
 static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
 {
 #ifdef KSLAB_PCPU_TSAN
