@@ -92,10 +92,8 @@ void kslab_kfence_init(void)
 bool kslab_kfence_due(void)
 {
     if (interval_ns) {
-#if defined(__x86_64__) || defined(__i386__)
-        if (__builtin_ia32_rdtsc() < next_tsc)
+        if (kslab_rdtsc() < next_tsc)
             return false;
-#endif
         next_tsc = kslab_tsc_after(interval_ns, NULL);
         return true;
     }

@@ -125,7 +125,7 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
  * mode, back-ends with per-CPU sheaves) or the back-end. */
 static void *backend_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
-    if (kslab_percpu && s->pcpu_cap)
+    if (pcpu_cache(s))
         return kslab_pcpu_alloc(s, gfp);
     return kslab_be->alloc(s, gfp, kmalloc_size);
 }
@@ -145,7 +145,7 @@ static void backend_free(struct kmem_cache *want, struct kmem_cache *s, void *x,
 {
     if (unlikely(kslab_init_on_free))
         init_on_free(want, s, x, fn);
-    if (kslab_percpu && s->pcpu_cap) {
+    if (pcpu_cache(s)) {
         if (slab_freelist(kslab_slab_of(want, s, x, fn)) == x)
             kslab_double_free(s, x);
         kslab_pcpu_free(s, x);
@@ -783,7 +783,7 @@ static inline int alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void 
     kslab_ensure_init();
     if (unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_alloc_bulk", s);
-    if (kslab_percpu && s->pcpu_cap)
+    if (pcpu_cache(s))
         return kslab_pcpu_alloc_bulk(s, gfp, size, p);
     return kslab_be->alloc_bulk(s, gfp, size, done, p);
 }

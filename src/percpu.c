@@ -341,10 +341,11 @@ static bool sheaf_make_room(struct kmem_cache *s, struct pcpu_sheaf *e)
     return true;
 }
 
-/* x validated and tagged (rule 8): onto the sheaf, making room if it is
- * full, else straight to its slab. */
-static void pcpu_free_tagged(struct kmem_cache *s, void *x)
+/* x validated: tagged (rule 8; a bulk free's are already, the same word),
+ * onto the sheaf, making room if it is full, else straight to its slab. */
+void kslab_pcpu_free(struct kmem_cache *s, void *x)
 {
+    pcpu_tag_set(s, x);
     if (pcpu_base(s) != pcpu_none) {
         for (;;) {
             struct pcpu_sheaf *e;
@@ -362,21 +363,6 @@ static void pcpu_free_tagged(struct kmem_cache *s, void *x)
     }
     kslab_be->cpu_drain(s, &x, 1, false);
     kslab_count(s, FREE_SLOWPATH, 1);
-}
-
-void kslab_pcpu_free(struct kmem_cache *s, void *x)
-{
-    pcpu_tag_set(s, x);             /* rule 8 */
-    pcpu_free_tagged(s, x);
-}
-
-/* One validated object, as a single free: the push, else the slow path
- * (full, draining, no sheaves yet, or a double free). */
-static void pcpu_free_one(struct kmem_cache *s, void *x)
-{
-    pcpu_tag_set(s, x);
-    if (!pcpu_push(s, x))
-        pcpu_free_tagged(s, x);
 }
 
 /* Bulk allocation: what the current CPU's sheaf has, in one section (no
@@ -406,16 +392,12 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
         }
     }
     fast = i;
-    for (size_t k = 0; k < fast; k++)   /* out of the sheaves (rule 8) */
-        pcpu_tag_claim(s, p[k]);
     while (i < size) {
         size_t want = size - i < 65536 ? size - i : 65536;
         unsigned n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
         if (!n && pcpu_reclaim(s))
             n = kslab_be->cpu_refill(s, p + i, (unsigned)want, (unsigned)want);
-        if (!n) {                   /* all or nothing */
-            for (size_t k = 0; k < fast; k++)   /* the drain checks them (rule 8) */
-                pcpu_tag_set(s, p[k]);
+        if (!n) {                   /* all or nothing (still tagged: the drain claims them) */
             kslab_be->cpu_drain(s, p, (unsigned)i, false);
             if (fast)               /* counted as allocated when popped */
                 kslab_count(s, FREE_SLOWPATH, fast);
@@ -425,7 +407,7 @@ int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p
     }
     if (size > fast)
         kslab_count(s, ALLOC_SLOWPATH, size - fast);
-    for (size_t k = fast; k < size; k++)    /* refilled: tagged (rule 8) */
+    for (size_t k = 0; k < size; k++)   /* out of the sheaves and refills (rule 8) */
         pcpu_tag_claim(s, p[k]);
 zero:
     if (gfp & __GFP_ZERO)
@@ -434,7 +416,7 @@ zero:
     return (int)size;
 fail_single:                        /* all or nothing: free (and count) what we got */
     while (i--)
-        pcpu_free_one(s, p[i]);
+        kslab_pcpu_free(s, p[i]);
     return 0;
 }
 
@@ -461,7 +443,7 @@ static void pcpu_push_all(struct kmem_cache *s, void **buf, unsigned n)
     if (n <= BULK_SINGLE) {
         for (unsigned i = 0; i < n; i++)
             if (!pcpu_push(s, buf[i]))
-                pcpu_free_tagged(s, buf[i]);
+                kslab_pcpu_free(s, buf[i]);
         return;
     }
     if (pcpu_base(s) == pcpu_none) {          /* no sheaves yet: to the slabs */

@@ -72,9 +72,9 @@
  *     SLAB_TYPESAFE_BY_RCU keeps its contents), and the back-ends' refills
  *     write it on what they take from slabs, so every object in a sheaf,
  *     the barn or SLAB's shared array carries it.  Where an object leaves
- *     them the tag is checked and consumed: every pop tests and clears it
- *     in one xor (pcpu_tag_claim), every drain to the slabs tests it and
- *     writes over it (SLUB's link, SLAB's free_block).  An object freed
+ *     them the tag is checked and consumed, in one xor (pcpu_tag_claim):
+ *     by every pop, and by every drain to the slabs (SLUB's, before its
+ *     link goes into the word; SLAB's free_block).  An object freed
  *     twice sits there twice: whichever copy leaves first consumes the
  *     tag, and the other is reported as it leaves -- before it can be
  *     handed out to a second owner; a write into a free object's tag word
@@ -149,35 +149,31 @@ extern long kslab_rseq_off __attribute__((visibility("hidden")));
  * The same for every object (an address-dependent tag cost the push an
  * instruction, and one leaked tag gives the key either way). */
 extern uint64_t kslab_tag_key __attribute__((visibility("hidden")));
+/* Does s live on the per-CPU sheaves (and its free objects carry the tag)? */
+static inline bool pcpu_cache(const struct kmem_cache *s)
+{
+    return kslab_percpu && s->pcpu_cap;
+}
 static inline uint64_t *pcpu_tag_word(const struct kmem_cache *s, void *x)
 {
     return (uint64_t *)((char *)x + s->offset);
 }
-static inline uint64_t pcpu_tag(const void *x)
-{
-    (void)x;
-    return kslab_tag_key;
-}
 static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
 {
-    *pcpu_tag_word(s, x) = pcpu_tag(x);
+    *pcpu_tag_word(s, x) = kslab_tag_key;
 }
-/* A drain's, once it has checked the tag: x is the slab's again. */
-static inline void pcpu_tag_clear(const struct kmem_cache *s, void *x)
-{
-    *pcpu_tag_word(s, x) = 0;
-}
-/* An allocation from a sheaf: every object there carries its tag, so a
- * different word means x was freed twice (its other copy was handed out
- * and its tag cleared) or written while free (an overflow from the object
- * before it, a write after free) -- reported, never handed out. */
+/* Where a free object leaves the sheaves -- a pop, a drain to its slab:
+ * every object there carries its tag, so a different word means x was
+ * freed twice (its other copy left first and took the tag) or written
+ * while free (an overflow from the object before it, a write after free)
+ * -- reported, never handed out or linked.  The word is left 0. */
 static inline void pcpu_tag_claim(struct kmem_cache *s, void *x)
 {
     /* One xor into memory tests and clears: the word becomes 0 exactly
      * when it held the tag (a plain load, compare and store would be 2
      * instructions more).  Not an atomic: x is the allocation's alone once
      * its pop has committed. */
-    uint64_t t = pcpu_tag(x);
+    uint64_t t = kslab_tag_key;
     bool bad;
     /* (x, offset) addressed in the instruction: no add for the address */
     __asm__ __volatile__("xorq %[t], (%[x],%[o])"

@@ -57,15 +57,6 @@ static uint64_t coarse_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t read_tsc(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    return __builtin_ia32_rdtsc();
-#else
-    return 0;
-#endif
-}
-
 void kslab_publish_init(void)
 {
     const char *v = prim_getenv("KSLAB_PUBLISH");
@@ -73,7 +64,7 @@ void kslab_publish_init(void)
     unsigned long ms = kslab_env_number("KSLAB_PUBLISH_MS", 100);
     publish_interval_ns = (ms ? ms : 1) * 1000000ull;
     ns0 = coarse_ns();
-    tsc0 = read_tsc();
+    tsc0 = kslab_rdtsc();
     __atomic_store_n(&kslab_publish_next_tsc, publish_on ? 0 : UINT64_MAX, __ATOMIC_RELAXED);
 }
 
@@ -248,13 +239,12 @@ static bool kslab_publish_now(void)
     return ok;
 }
 
-/* The time-stamp counter ns nanoseconds from now, at the rate measured
- * since start-up (until 1 ms has passed, one tick a ns); *now_ns gets the
- * coarse clock it read.  For deadlines a slow path tests with one counter
- * read: the publish tick's, KFENCE's time-based sampling. */
+/* slab_common.h: until 1 ms has passed, one tick a ns.  For deadlines a
+ * slow path tests with one counter read: the publish tick's, KFENCE's
+ * time-based sampling. */
 uint64_t kslab_tsc_after(uint64_t ns, uint64_t *now_ns)
 {
-    uint64_t now = coarse_ns(), tsc = read_tsc();
+    uint64_t now = coarse_ns(), tsc = kslab_rdtsc();
     double per_ns = now > ns0 + 1000000 && tsc > tsc0 ? (double)(tsc - tsc0) / (double)(now - ns0)
                                                       : 1.0;
     if (now_ns)

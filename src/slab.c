@@ -398,14 +398,11 @@ static void free_block(struct kmem_cache *s, void **objs, unsigned n)
      * and consumed here, as SLUB's link write consumes it: a copy of an
      * object freed twice whose other copy was handed out is reported, and
      * a stale copy left in a sheaf fails its pop. */
-    bool tagged = kslab_percpu && s->pcpu_cap;
+    bool tagged = pcpu_cache(s);
     for (unsigned i = 0; i < n; i++) {
         void *obj = objs[i];
-        if (tagged) {
-            if (unlikely(*pcpu_tag_word(s, obj) != pcpu_tag(obj)))
-                kslab_bad_tag(s, obj, *pcpu_tag_word(s, obj));
-            pcpu_tag_clear(s, obj);
-        }
+        if (tagged)
+            pcpu_tag_claim(s, obj);
         struct slab *slab = addr_desc((uintptr_t)obj & s->slab_mask);
         slab_put_obj(s, slab, obj);
         slab_c(s)->free_objects++;
@@ -443,7 +440,7 @@ static unsigned slab_refill(struct kmem_cache *s, void **p, unsigned want)
 {
     /* the per-CPU mode: objects from the slabs go into a sheaf, tagged
      * (percpu.h rule 8); the shared array's carry their tags already */
-    bool tag = kslab_percpu && s->pcpu_cap;
+    bool tag = pcpu_cache(s);
     struct slab_cache *sc = slab_c(s);
     unsigned got = 0;
     for (;;) {                         /* until we get objects or cannot grow */
@@ -627,7 +624,7 @@ static noinline void free_unbuffered(struct kmem_cache *want, struct kmem_cache 
         slub_debug_free(want, s, x, fn);
         return;
     }
-    if (kslab_percpu && s->pcpu_cap)
+    if (pcpu_cache(s))
         pcpu_tag_set(s, x);     /* as if from a sheaf: free_block consumes it */
     free_to_slabs(s, &x, 1);
     stat_add(s, NULL, FREE_SLOWPATH, 1);

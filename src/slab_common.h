@@ -35,6 +35,7 @@
 #define KSLAB_SLAB_COMMON_H
 
 #include "pages.h"
+#include <time.h>
 
 /* Cache ids: 131 072 caches may exist at once.  Per-thread state is sized by
  * what a thread uses, not by this: the hot entries are a lazily touched
@@ -573,17 +574,28 @@ void kslab_publish_tick_slow(void);
  * the next snapshot's deadline (UINT64_MAX when publishing is off), so the
  * clock is read only once per interval.  Relaxed: the deadline is a hint. */
 extern uint64_t kslab_publish_next_tsc;
-static inline void kslab_publish_tick(void)
+/* The time-stamp counter; where there is none, the coarse clock in ns (the
+ * rate kslab_tsc_after then measures is 1). */
+static inline uint64_t kslab_rdtsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    if (likely(__builtin_ia32_rdtsc() < __atomic_load_n(&kslab_publish_next_tsc,
-                                                         __ATOMIC_RELAXED)))
-        return;
+    return __builtin_ia32_rdtsc();
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 #endif
+}
+/* The counter ns nanoseconds from now, at the rate measured since start-up
+ * (publish.c); *now_ns, if not NULL, gets the coarse clock it read. */
+uint64_t kslab_tsc_after(uint64_t ns, uint64_t *now_ns);
+static inline void kslab_publish_tick(void)
+{
+    if (likely(kslab_rdtsc() < __atomic_load_n(&kslab_publish_next_tsc, __ATOMIC_RELAXED)))
+        return;
     kslab_publish_tick_slow();
 }
 void kslab_publish_exit(void);
-uint64_t kslab_tsc_after(uint64_t ns, uint64_t *now_ns);
 extern struct kmem_cache *kslab_cache_list;
 struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
 /* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a

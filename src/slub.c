@@ -821,20 +821,20 @@ static void slub_drain_validated(struct kmem_cache *s, void **p, unsigned n)
      * rule 8) in the word its link is about to take: a copy of an object
      * freed twice whose other copy was handed out, or one written while
      * free, is reported before its slab takes it back (the read costs
-     * nothing: the link's write brings the line in).  The link's write
-     * consumes the tag, so a stale copy left in a sheaf fails its pop. */
-    bool tagged = kslab_percpu;
+     * nothing: the link's write brings the line in).  The claim consumes
+     * the tag, so a stale copy left in a sheaf fails its pop. */
+    bool tagged = pcpu_cache(s);
     while (n) {
         void *head = p[--n], *tail = head;
         uintptr_t base = (uintptr_t)head & s->slab_mask;
         unsigned cnt = 1;
-        if (tagged && unlikely(*pcpu_tag_word(s, head) != pcpu_tag(head)))
-            kslab_bad_tag(s, head, *pcpu_tag_word(s, head));
+        if (tagged)
+            pcpu_tag_claim(s, head);
         for (; n && ((uintptr_t)p[n - 1] & s->slab_mask) == base; n--, cnt++) {
             if (unlikely(p[n - 1] == head))
                 kslab_double_free(s, head);
-            if (tagged && unlikely(*pcpu_tag_word(s, p[n - 1]) != pcpu_tag(p[n - 1])))
-                kslab_bad_tag(s, p[n - 1], *pcpu_tag_word(s, p[n - 1]));
+            if (tagged)
+                pcpu_tag_claim(s, p[n - 1]);
             set_freepointer(s, p[n - 1], head);
             head = p[n - 1];
         }
