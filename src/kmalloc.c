@@ -102,16 +102,18 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
     if (!object_start(s, first, x) || !s->pcpu_cap)
         return false;
     pcpu_tag_set(s, x);
-    /* A second looked-up kfree of s in a row arms the guess (percpu.h, rule
-     * 7): the push leaves x's slab as the CPU's hint for s, and the next
-     * kfree tries s first.  A first one only records s: random sizes pay
-     * no guess and no hint stores.  acquire: the generation before the
-     * map entry it vouches for. */
-    uintptr_t guess = kslab_kfree_guess;
-    if ((guess & ~(uintptr_t)1) != (uintptr_t)s) {
+    /* A second looked-up kfree in a row into the same slab arms the guess
+     * (percpu.h, rule 7): the push leaves x's slab as the CPU's hint for s,
+     * and the next kfree tries s first.  Any other records x's slab (its
+     * first object: bit 0 clear, never equal to an armed guess), which
+     * also disarms a guess that just missed: frees of random sizes, or of
+     * one size in no slab order (a server replacing old objects), pay no
+     * guess attempt and no hint stores.  acquire: the generation before
+     * the map entry it vouches for. */
+    if (kslab_kfree_guess != first) {
         if (!pcpu_push(s, x))
             return false;
-        kslab_kfree_guess = (uintptr_t)s;   /* recorded, not armed */
+        kslab_kfree_guess = first;          /* recorded, not armed */
         return true;
     }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
@@ -939,8 +941,10 @@ static noinline void kfree_unmapped(const void *x)
         kfree_to_backend(s, x);
 }
 
-/* The cache of the thread's last looked-up kfree (per-CPU mode; percpu.h,
- * rule 7).  Never cleared: it may name a dead cache, which only misses. */
+/* kfree's guess (per-CPU mode; percpu.h, rule 7): armed, the cache of the
+ * thread's last looked-up kfree | 1; else the first object of the slab that
+ * kfree was into.  Never cleared: it may name a dead cache, which only
+ * misses, or a slab given back, which only fails to arm it. */
 __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 
 /* The per-thread mode's looked-up kfree, apart: the per-CPU mode (the
