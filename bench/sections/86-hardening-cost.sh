@@ -18,6 +18,10 @@ for r in $(seq "$HRUNS"); do
     env $e LD_PRELOAD="$KM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     t=$(cd /tmp && env $e LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
     printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$t" >> "$RAW/harden.tsv"
+    for sz in 80 208; do
+      env $e LD_PRELOAD="$KM" $B/malloc_walk "$c" $sz |
+        awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    done
   done
 done
 # Instructions per pair (callgrind, per-thread paths: valgrind has no rseq),
@@ -52,6 +56,10 @@ done
   echo "binaries before and after, minimum of 8 interleaved runs: kmem_cache pair 2.57 -> 2.88 ns,"
   echo "kmalloc(32) 3.09 -> 3.50, malloc(32) 3.35 -> 3.63, malloc(256) 3.37 -> 3.63; python3"
   echo "alloc_heavy.py 918 -> 932 ms, medians of 7)."
+  echo
+  echo "*allocation-order walk* (bench/walk.c): 400 000 objects of one size linked in the order"
+  echo "malloc returned them, chased after the caches are evicted; it isolates what randomization"
+  echo "costs python3, whose collector walks its objects in allocation order."
   echo
   echo "*kfence*: the default with \`KSLAB_KFENCE=100ms\` (the first slow-path allocation after each"
   echo "100 ms sampled, the kernel's default interval;"
