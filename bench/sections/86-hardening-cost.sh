@@ -80,7 +80,7 @@ done
   echo
   if [ -s "$RAW/harden_ir.tsv" ]; then
     echo "Instructions per pair (callgrind, repeatable; the per-thread paths, valgrind having no rseq)."
-    echo "\\`KSLAB_HARDENED=0\\` sets the free-pointer keys to zero, so the encoding's xors run in every"
+    echo '`KSLAB_HARDENED=0` sets the free-pointer keys to zero, so the encoding'"'"'s xors run in every'
     echo "configuration; randomization works when a slab is made, off the fast path.  Equal counts"
     echo "here say the fast paths do the same work in all three; what differs is where objects lie."
     echo
