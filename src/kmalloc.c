@@ -77,7 +77,8 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
         void *x = pcpu_pop_at(s, off);
         if (unlikely(!x))
             return kslab_alloc_slow(s, gfp, kmalloc_size);
-        pcpu_tag_claim(s, x);                   /* percpu.h, rule 8 */
+        if (unlikely(pcpu_tag_unclaimed(s, x)))    /* percpu.h, rule 8 */
+            return kslab_claim_failed(s, x);
         if (unlikely(gfp & __GFP_ZERO))
             return kslab_zero(s, x);
         return x;

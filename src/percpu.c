@@ -89,6 +89,11 @@ void kslab_percpu_atfork_child(void)
         kslab_report("fork child: cannot register for membarrier(PRIVATE_EXPEDITED_RSEQ)");
 }
 
+__attribute__((noipa)) void *kslab_claim_failed(struct kmem_cache *s, void *x)
+{
+    kslab_bad_tag(s, x, *pcpu_tag_word(s, x) ^ kslab_tag_key);
+}
+
 /* ---- the slow paths' critical sections (rules: percpu.h) --------------------------- */
 
 enum pcpu_push_result pcpu_push_slow(struct kmem_cache *s, void *x, struct pcpu_sheaf **ep)

@@ -170,21 +170,26 @@ static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
  * freed twice (its other copy left first and took the tag) or written
  * while free (an overflow from the object before it, a write after free)
  * -- reported, never handed out or linked.  The word is left 0. */
-static inline void pcpu_tag_claim(struct kmem_cache *s, void *x)
+/* The claim's test alone: true if x's word did not hold the tag (it now
+ * holds what was there xor the tag; kslab_claim_failed reports it). */
+static inline bool pcpu_tag_unclaimed(struct kmem_cache *s, void *x)
 {
     /* One xor into memory tests and clears: the word becomes 0 exactly
      * when it held the tag (a plain load, compare and store would be 2
      * instructions more).  Not an atomic: x is the allocation's alone once
      * its pop has committed. */
-    uint64_t t = kslab_tag_key;
     bool bad;
     /* (x, offset) addressed in the instruction: no add for the address */
     __asm__ __volatile__("xorq %[t], (%[x],%[o])"
                          : "=@ccnz"(bad)
-                         : [t] "r"(t), [x] "r"(x), [o] "r"((uintptr_t)s->offset)
+                         : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"((uintptr_t)s->offset)
                          : "memory");
-    if (unlikely(bad))
-        kslab_bad_tag(s, x, *pcpu_tag_word(s, x) ^ t);
+    return bad;
+}
+static inline void pcpu_tag_claim(struct kmem_cache *s, void *x)
+{
+    if (unlikely(pcpu_tag_unclaimed(s, x)))
+        kslab_claim_failed(s, x);
 }
 
 #if defined(__SANITIZE_THREAD__)

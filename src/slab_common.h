@@ -378,6 +378,11 @@ _Noreturn void kslab_bad_freepointer(struct kmem_cache *s, const void *x, const 
  * free (an overflow into it, a write after free). */
 _Noreturn void kslab_bad_tag(struct kmem_cache *s, const void *x, uint64_t word)
     __attribute__((cold));
+/* kslab_bad_tag for an object whose claim failed (percpu.h): never returns,
+ * but is not declared so, so that an allocation's fast path reaches it by a
+ * jump in tail position (a call to a _Noreturn function made every malloc
+ * align its stack for the call: two instructions). */
+void *kslab_claim_failed(struct kmem_cache *s, void *x);
 /* A freelist longer than its slab's object count: a loop (a double free). */
 _Noreturn void kslab_freelist_loop(struct kmem_cache *s, const void *slab_base)
     __attribute__((cold));
