@@ -934,6 +934,18 @@ static noinline void kfree_slow(const void *x)
     kslab_free_nonslab(x, "kfree");
 }
 
+/* free()'s pointer below ZERO_SIZE_PTR + 1 or above 2^47.  noipa: GCC
+ * must not learn that it may not return, or free_lookup would align its
+ * stack on entry for a call here (push/pop: 2 instructions every free)
+ * instead of jumping. */
+static noinline __attribute__((noipa)) void free_out_of_range(const void *x)
+{
+    if (!ZERO_OR_NULL_PTR(x))
+        kfree_slow(x);
+    else if (x)
+        kslab_bad_free("free", NULL, x);
+}
+
 /* x is in an arena but its page (descriptor d) names no cache: a large
  * block on the pcp fast path, or the rest.  Out of line: inlined, it costs
  * kfree's slab fast path 9 instructions (47 -> 56) for no measured gain. */
@@ -979,13 +991,17 @@ static noinline void thread_kfree(struct kmem_cache *s, const void *x)
  * the call and its argument moves cost every random-size free 4
  * instructions).  Apart from kfree, so that kfree itself stays a leaf that
  * saves no register. */
-static noinline void kfree_lookup(const void *x)
+static inline __attribute__((always_inline)) void kfree_lookup_in(const void *x, bool from_free)
 {
     uintptr_t a = (uintptr_t)x;
-    /* one compare for NULL, ZERO_SIZE_PTR and anything at or above 2^47 */
+    /* one compare for NULL, ZERO_SIZE_PTR and anything at or above 2^47;
+     * free()'s small values other than NULL are pointers malloc never
+     * gave (malloc.c), kfree's are the kernel's no-ops */
     const uintptr_t low = (uintptr_t)ZERO_SIZE_PTR + 1;
     if (unlikely(a - low >= (1ul << 47) - low)) {
-        if (!ZERO_OR_NULL_PTR(x))
+        if (from_free)
+            free_out_of_range(x);
+        else if (!ZERO_OR_NULL_PTR(x))
             kfree_slow(x);
         return;
     }
@@ -1008,6 +1024,14 @@ static noinline void kfree_lookup(const void *x)
         return;
     kfree_to_backend(s, x);
 }
+static noinline void kfree_lookup(const void *x)
+{
+    kfree_lookup_in(x, false);
+}
+static noinline void free_lookup(const void *x)
+{
+    kfree_lookup_in(x, true);
+}
 
 void kfree(const void *x)
 {
@@ -1015,6 +1039,18 @@ void kfree(const void *x)
     if ((g & 1) && pcpu_free_guess((struct kmem_cache *)(g - 1), (void *)x))
         return;
     kfree_lookup(x);
+}
+
+/* libkslab-malloc's free(): kfree, but 1 .. ZERO_SIZE_PTR are bad frees
+ * (malloc.c), tested on the lookup's slow branch, not before the guess: the
+ * guess's hint never vouches for them (no slab starts below a page), so
+ * free() pays no compare of its own. */
+void kslab_free(void *x)
+{
+    uintptr_t g = kslab_kfree_guess;
+    if ((g & 1) && pcpu_free_guess((struct kmem_cache *)(g - 1), x))
+        return;
+    free_lookup(x);
 }
 
 void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)

@@ -52,7 +52,7 @@ static inline __attribute__((always_inline)) void free_checked(void *p, const ch
 
 EXPORT void free(void *p)
 {
-    free_checked(p, "free");
+    kslab_free(p);                      /* never_given's test on its slow branch */
 }
 
 EXPORT void *calloc(size_t n, size_t m)

@@ -633,6 +633,8 @@ void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size);
 void *kslab_zero(struct kmem_cache *s, void *x) __attribute__((cold));
 /* kmalloc() aligned to `align` (a power of two): the malloc drop-in's core. */
 void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp);
+/* libkslab-malloc's free() (kmalloc.c): kfree, with 1 .. ZERO_SIZE_PTR bad frees. */
+void kslab_free(void *x);
 
 /* thread.c */
 void kslab_threads_init(void);
