@@ -57,7 +57,7 @@
 #include "slab_common.h"
 
 _Atomic(uintptr_t *) kslab_chunk_map[1u << MAP_L1_BITS];
-uint64_t kslab_arena_bits[ARENA_BITS_WORDS];
+uint8_t kslab_arena_map[ARENA_MAP_BYTES];
 
 static kslab_lock_t pages_lock = KSLAB_LOCK_INIT;
 static struct slab *free_area[MAX_PAGE_ORDER + 1];   /* buddy free lists (pages_lock) */
@@ -190,7 +190,7 @@ static bool arena_grow(void)
     if (!a)
         return false;
     uintptr_t ci = (uintptr_t)a >> ARENA_SHIFT;
-    __atomic_fetch_or(&kslab_arena_bits[ci >> 6], 1ull << (ci & 63), __ATOMIC_RELAXED);
+    __atomic_store_n(&kslab_arena_map[ci], 1, __ATOMIC_RELAXED);
     a->meta_pages = (uint32_t)(ALIGN_UP(sizeof(struct arena), PAGE_SIZE) >> PAGE_SHIFT);
     /* Every page starts PG_META (zero) with cache == NULL; block heads are
      * then pushed as PG_FREE. */

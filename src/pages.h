@@ -174,17 +174,18 @@ static inline uint64_t addr_pmap(uintptr_t p)
                                 memory_order_relaxed);
 }
 
-/* Arena bitmap: one bit per 64 MiB of the 47-bit address space (256 KiB of
- * zero-fill bss, of which a page is touched per 2 TiB of address space in
- * use).  A set bit means "this is an arena": one load tells kfree() that an
- * address may be a slab object or a large block.  Bits are set (relaxed
- * atomic OR) before anything in the arena is handed out and never cleared. */
-#define ARENA_BITS_WORDS (1ul << (47 - ARENA_SHIFT - 6))
-extern uint64_t kslab_arena_bits[ARENA_BITS_WORDS];
+/* Arena map: one byte per 64 MiB of the 47-bit address space (2 MiB of
+ * zero-fill bss, of which a page is touched per 256 GiB of address space in
+ * use).  A non-zero byte means "this is an arena": one load and compare
+ * tells kfree() that an address may be a slab object or a large block (a
+ * bitmap took three instructions more: the word's index, the bit's, bt).
+ * Bytes are set (relaxed atomic store) before anything in the arena is
+ * handed out and never cleared. */
+#define ARENA_MAP_BYTES (1ul << (47 - ARENA_SHIFT))
+extern uint8_t kslab_arena_map[ARENA_MAP_BYTES];
 static inline bool arena_bit(uintptr_t a)           /* a < 2^47 */
 {
-    return (__atomic_load_n(&kslab_arena_bits[a >> (ARENA_SHIFT + 6)], __ATOMIC_RELAXED) >>
-            ((a >> ARENA_SHIFT) & 63)) & 1;
+    return __atomic_load_n(&kslab_arena_map[a >> ARENA_SHIFT], __ATOMIC_RELAXED) != 0;
 }
 static inline bool in_arena(const void *p)
 {
