@@ -231,23 +231,29 @@ static const uint8_t malloc_small_index[64] = { MS16(0), MS16(16), MS16(32), MS1
 
 /* Above 1 KiB (below, the table serves), eight classes per doubling: of n,
  * 1 KiB < n <= 128 KiB, 8 + (lg - 7) * 8 + ((n - 1) >> (lg - 3)) % 8 with lg
- * = fls(n - 1).  That formula as a table of bytes, one entry per 128 bytes
- * (every class boundary above 1 KiB is a multiple of 128): one load where
- * the formula took nine instructions (bsr and shifts).  Entries up to 1 KiB
- * are unused. */
+ * = fls(n - 1).  Every class boundary there is a multiple of 128, so a table
+ * with one entry per 128 bytes gives the cache: one load where the formula
+ * took nine instructions (bsr and shifts), and where the split test (below)
+ * took four more and a taken branch.  The entries start as the classes
+ * (address constants); a split rewrites those of its class: buckets wholly
+ * at or under its size name the exact cache, and the bucket its size falls
+ * inside names the class with bit 0 set (the split's limit decides there).
+ * Entries up to 1 KiB are unused. */
 #define MALLOC_LG2(m) ((m) >= 65536 ? 16 : (m) >= 32768 ? 15 : (m) >= 16384 ? 14 \
     : (m) >= 8192 ? 13 : (m) >= 4096 ? 12 : (m) >= 2048 ? 11 : 10)
 #define MALLOC_MID(n) ((n) <= 1024 ? 0 : 8 + (MALLOC_LG2((n) - 1) - 7) * 8 \
     + ((((n) - 1) >> (MALLOC_LG2((n) - 1) - 3)) & 7))
-#define MM4(k) MALLOC_MID(128 * (k) + 128), MALLOC_MID(128 * (k) + 256), \
-    MALLOC_MID(128 * (k) + 384), MALLOC_MID(128 * (k) + 512)
+#define MMC(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_MID(n)]
+#define MM4(k) MMC(128 * (k) + 128), MMC(128 * (k) + 256), MMC(128 * (k) + 384), \
+    MMC(128 * (k) + 512)
 #define MM16(k) MM4(k), MM4(k + 4), MM4(k + 8), MM4(k + 12)
 #define MM64(k) MM16(k), MM16(k + 16), MM16(k + 32), MM16(k + 48)
 #define MM256(k) MM64(k), MM64(k + 64), MM64(k + 128), MM64(k + 192)
-static const uint8_t malloc_mid_index[MALLOC_MAX_CACHE_SIZE / 128] = {
+static struct kmem_cache *_Atomic malloc_mid_cache[MALLOC_MAX_CACHE_SIZE / 128] = {
     MM256(0), MM256(256), MM256(512), MM256(768)
 };
 _Static_assert(MALLOC_MAX_CACHE_SIZE / 128 == 1024, "the table above has 1024 entries");
+#undef MMC
 #undef MM256
 #undef MM64
 #undef MM16
@@ -345,14 +351,44 @@ struct malloc_split {
 };
 static struct malloc_split malloc_splits[MALLOC_CLASSES];
 
+/* n's bucket holds its class's split size: the split's limit decides. */
+static noinline struct kmem_cache *malloc_mid_split(size_t n, struct kmem_cache *class)
+{
+    struct malloc_split *sp = &malloc_splits[kslab_malloc_class_of(class)];
+    /* acquire: pairs with the release that published limit after cache */
+    if (n <= atomic_load_explicit(&sp->limit, memory_order_acquire))
+        return atomic_load_explicit(&sp->cache, memory_order_relaxed);
+    return class;
+}
+
 /* The cache malloc(n) takes, n above 1 KiB: the class, or its exact cache. */
 static inline struct kmem_cache *malloc_large_class(size_t n)
 {
-    unsigned i = malloc_mid_index[(n - 1) >> 7];
-    /* acquire: pairs with the release that published limit after cache */
-    if (n <= atomic_load_explicit(&malloc_splits[i].limit, memory_order_acquire))
-        return atomic_load_explicit(&malloc_splits[i].cache, memory_order_relaxed);
-    return kslab_malloc_caches[i];
+    /* acquire (a plain load on x86): pairs with the release that put an
+     * exact cache there, so the cache is seen initialised */
+    struct kmem_cache *c = atomic_load_explicit(&malloc_mid_cache[(n - 1) >> 7],
+                                                memory_order_acquire);
+    if (unlikely((uintptr_t)c & 1))
+        return malloc_mid_split(n, (struct kmem_cache *)((uintptr_t)c - 1));
+    return c;
+}
+
+/* A new split of class i at size (a multiple of 16): the table's buckets of
+ * the class up to size send there, the one size falls inside to the test. */
+static void malloc_mid_retarget(unsigned i, struct kmem_cache *split, unsigned size)
+{
+    struct kmem_cache *class = kslab_malloc_caches[i];
+    for (unsigned b = 8; b < MALLOC_MAX_CACHE_SIZE / 128; b++) {
+        if (atomic_load_explicit(&malloc_mid_cache[b], memory_order_relaxed) != class)
+            continue;
+        unsigned lo = 128 * b, hi = lo + 128;            /* sizes lo + 1 .. hi */
+        if (hi <= size)
+            atomic_store_explicit(&malloc_mid_cache[b], split, memory_order_release);
+        else if (lo < size)
+            atomic_store_explicit(&malloc_mid_cache[b],
+                                  (struct kmem_cache *)((uintptr_t)class | 1),
+                                  memory_order_release);
+    }
 }
 
 static cold_fn void malloc_split_create(struct kmem_cache *class, struct malloc_split *sp,
@@ -371,6 +407,7 @@ static cold_fn void malloc_split_create(struct kmem_cache *class, struct malloc_
             atomic_store_explicit(&sp->cache, c, memory_order_relaxed);
             /* release: the cache pointer before the limit that sends sizes to it */
             atomic_store_explicit(&sp->limit, size, memory_order_release);
+            malloc_mid_retarget((unsigned)(sp - malloc_splits), c, size);
             /* The class's sheaves and barn hold objects freed while the
              * split size still came here; its slabs would stay pinned by
              * them (sqlite3: 140 free malloc-1152 objects, 160 KB, at the

@@ -250,6 +250,19 @@ static void test_exact_classes(void)
     CHECK_EQ(malloc_usable_size(p[0]), 1152);        /* before the class had decided */
     for (int i = 0; i < N; i++)
         free(p[i]);
+    /* malloc's table has one entry per 128 bytes: 1025 .. 1152 is the
+     * entry the split size falls inside (its limit decides there), the
+     * next one is the next class's */
+    for (size_t n = 1025; n <= 1280; n++) {
+        void *q = vmalloc_(n);
+        size_t want = n <= 1040 ? 1040 : n <= 1152 ? 1152 : 1280;
+        if (malloc_usable_size(q) != want) {
+            fprintf(stderr, "malloc(%zu) after the split: usable %zu, not %zu\n", n,
+                    malloc_usable_size(q), want);
+            CHECK(0);
+        }
+        free(q);
+    }
     /* sizes spread over malloc-2560's range (2305 .. 2560): no exact cache */
     uint64_t x = 88172645463325252ull;
     for (int i = 0; i < N; i++) {
