@@ -76,7 +76,16 @@ int pub_read(struct pub_map *m, struct pub_snap *s)
         if (!s->buf)
             return -1;
     }
-    long n = kslab_pub_snapshot(m->map, m->bytes, s->buf, s->cap, 1000);
+    /* The writer may be preempted half-way through an update (its sequence
+     * odd) for longer than 1000 quick attempts last: a loaded machine, or a
+     * writer under ThreadSanitizer (kslabtop once quit on "no stable
+     * snapshot" in a CI run).  Up to 200 rounds, a millisecond apart. */
+    long n = -1;
+    for (int round = 0; round < 200 && n < 0; round++) {
+        if (round)
+            usleep(1000);
+        n = kslab_pub_snapshot(m->map, m->bytes, s->buf, s->cap, 1000);
+    }
     if (n <= 0) {
         fprintf(stderr, "process %d: %s\n", m->pid, n == 0 ? "not a kslab region of version "
                 "1" : "no stable snapshot (the writer kept writing)");
