@@ -3,9 +3,9 @@
  * slab and every large kmalloc block comes from here.
  *
  * Arenas.  Memory is reserved in 64 MiB arenas aligned to 64 MiB, each one
- * mapping, marked in the arena bitmap (one load classifies an address).  An
+ * mapping, marked in the arena map (one load classifies an address).  An
  * arena begins with its descriptor table: one 48-byte struct slab per 4 KiB
- * page.  The address range stays reserved for ever, so arena bits never
+ * page.  The address range stays reserved for ever, so arena marks never
  * change after they are set and kslab's mapping count is one per arena plus
  * one per live huge block plus a bounded cache: it cannot run into
  * vm.max_map_count however the program frees.
