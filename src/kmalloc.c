@@ -213,37 +213,36 @@ unsigned kslab_malloc_class_size(unsigned i)
     return (8u + (i - 8) % 8 + 1) << ((i - 8) / 8 + 4);
 }
 
+/* malloc's class of n, 1 <= n <= 128 KiB, as a constant expression (the
+ * two tables below are built from it): 16-byte steps to 128, then eight
+ * classes per doubling, 8 + (lg - 7) * 8 + ((n - 1) >> (lg - 3)) % 8 with
+ * lg = floor(log2(n - 1)); kslab_malloc_class_size() is its inverse. */
+#define MALLOC_LG(m) ((m) >= 65536 ? 16 : (m) >= 32768 ? 15 : (m) >= 16384 ? 14 \
+    : (m) >= 8192 ? 13 : (m) >= 4096 ? 12 : (m) >= 2048 ? 11 : (m) >= 1024 ? 10  \
+    : (m) >= 512 ? 9 : (m) >= 256 ? 8 : 7)
+#define MALLOC_CLASS(n) ((n) <= 128 ? ((n) - 1) >> 4 \
+    : 8 + (MALLOC_LG((n) - 1) - 7) * 8 + ((((n) - 1) >> (MALLOC_LG((n) - 1) - 3)) & 7))
+
 /* Requests up to 1 KiB (most of any program's) find their class in a table
  * of bytes, one entry per 16 bytes (every class boundary below 1 KiB is a
  * multiple of 16): one load instead of the formula's bsr and shifts, about
- * twenty instructions per malloc.  MALLOC_SMALL(n) is the class of n as a
- * constant expression (16-byte steps to 128, then malloc_index's formula),
- * for n a multiple of 16 up to 1024. */
-#define MALLOC_LG(m) ((m) >= 512 ? 9 : (m) >= 256 ? 8 : 7)
-#define MALLOC_SMALL(n) ((n) <= 128 ? ((n) - 1) >> 4 \
-    : 8 + (MALLOC_LG((n) - 1) - 7) * 8 + ((((n) - 1) >> (MALLOC_LG((n) - 1) - 3)) & 7))
-#define MS4(k) MALLOC_SMALL(16 * (k) + 16), MALLOC_SMALL(16 * (k) + 32), \
-    MALLOC_SMALL(16 * (k) + 48), MALLOC_SMALL(16 * (k) + 64)
+ * twenty instructions per malloc. */
+#define MS4(k) MALLOC_CLASS(16 * (k) + 16), MALLOC_CLASS(16 * (k) + 32), \
+    MALLOC_CLASS(16 * (k) + 48), MALLOC_CLASS(16 * (k) + 64)
 #define MS16(k) MS4(k), MS4(k + 4), MS4(k + 8), MS4(k + 12)
 static const uint8_t malloc_small_index[64] = { MS16(0), MS16(16), MS16(32), MS16(48) };
 #undef MS16
 #undef MS4
 
-/* Above 1 KiB (below, the table serves), eight classes per doubling: of n,
- * 1 KiB < n <= 128 KiB, 8 + (lg - 7) * 8 + ((n - 1) >> (lg - 3)) % 8 with lg
- * = fls(n - 1).  Every class boundary there is a multiple of 128, so a table
- * with one entry per 128 bytes gives the cache: one load where the formula
- * took nine instructions (bsr and shifts), and where the split test (below)
- * took four more and a taken branch.  The entries start as the classes
- * (address constants); a split rewrites those of its class: buckets wholly
- * at or under its size name the exact cache, and the bucket its size falls
- * inside names the class with bit 0 set (the split's limit decides there).
- * Entries up to 1 KiB are unused. */
-#define MALLOC_LG2(m) ((m) >= 65536 ? 16 : (m) >= 32768 ? 15 : (m) >= 16384 ? 14 \
-    : (m) >= 8192 ? 13 : (m) >= 4096 ? 12 : (m) >= 2048 ? 11 : 10)
-#define MALLOC_MID(n) ((n) <= 1024 ? 0 : 8 + (MALLOC_LG2((n) - 1) - 7) * 8 \
-    + ((((n) - 1) >> (MALLOC_LG2((n) - 1) - 3)) & 7))
-#define MMC(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_MID(n)]
+/* Above 1 KiB, where every class boundary is a multiple of 128, a table
+ * with one entry per 128 bytes gives the cache itself: one load where the
+ * formula took nine instructions (bsr and shifts), and where the split
+ * test (below) took four more and a taken branch.  The entries start as
+ * the classes (address constants); a split rewrites those of its class:
+ * buckets wholly at or under its size name the exact cache, and the bucket
+ * its size falls inside names the class with bit 0 set (the split's limit
+ * decides there).  Entries up to 1 KiB are unused. */
+#define MMC(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_CLASS(n)]
 #define MM4(k) MMC(128 * (k) + 128), MMC(128 * (k) + 256), MMC(128 * (k) + 384), \
     MMC(128 * (k) + 512)
 #define MM16(k) MM4(k), MM4(k + 4), MM4(k + 8), MM4(k + 12)
