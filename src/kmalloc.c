@@ -1069,24 +1069,30 @@ static noinline void free_lookup(const void *x)
     kfree_lookup_in(x, true);
 }
 
-void kfree(const void *x)
+/* kfree and libkslab-malloc's free: the guess (rule 7), else the lookup.
+ * free's 1 .. ZERO_SIZE_PTR are bad frees (malloc.c), tested on the
+ * lookup's slow branch, not before the guess: the guess's hint never
+ * vouches for them (no slab starts below a page), so free() pays no
+ * compare of its own. */
+static inline __attribute__((always_inline)) void kfree_in(const void *x, bool from_free)
 {
     uintptr_t g = kslab_kfree_guess;             /* set in the per-CPU mode only */
     if ((g & 1) && pcpu_free_guess((struct kmem_cache *)(g - 1), (void *)x))
         return;
-    kfree_lookup(x);
+    if (from_free)
+        free_lookup(x);
+    else
+        kfree_lookup(x);
 }
 
-/* libkslab-malloc's free(): kfree, but 1 .. ZERO_SIZE_PTR are bad frees
- * (malloc.c), tested on the lookup's slow branch, not before the guess: the
- * guess's hint never vouches for them (no slab starts below a page), so
- * free() pays no compare of its own. */
+void kfree(const void *x)
+{
+    kfree_in(x, false);
+}
+
 void kslab_free(void *x)
 {
-    uintptr_t g = kslab_kfree_guess;
-    if ((g & 1) && pcpu_free_guess((struct kmem_cache *)(g - 1), x))
-        return;
-    free_lookup(x);
+    kfree_in(x, true);
 }
 
 void *kslab_kmalloc_aligned(size_t size, size_t align, gfp_t gfp)

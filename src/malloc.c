@@ -38,21 +38,17 @@ EXPORT void *malloc(size_t n)
 /* kfree's rule that pointers up to ZERO_SIZE_PTR are no-ops is the
  * kernel's; malloc never returns one, so free((void *)1) .. 16 is a bad
  * free here, reported as any pointer kslab never gave out (glibc: "free():
- * invalid pointer").  One compare on every free, before kfree's own. */
+ * invalid pointer").  Every deallocation below (free, free_sized, operator
+ * delete) is kslab_free, which tests that on its lookup's slow branch;
+ * realloc tests it here. */
 static inline bool never_given(const void *p)
 {
     return unlikely((uintptr_t)p - 1 < (uintptr_t)ZERO_SIZE_PTR);
 }
-static inline __attribute__((always_inline)) void free_checked(void *p, const char *fn)
-{
-    if (never_given(p))
-        kslab_bad_free(fn, NULL, p);
-    kfree(p);
-}
 
 EXPORT void free(void *p)
 {
-    kslab_free(p);                      /* never_given's test on its slow branch */
+    kslab_free(p);
 }
 
 EXPORT void *calloc(size_t n, size_t m)
@@ -168,12 +164,12 @@ EXPORT size_t malloc_usable_size(void *p)
 
 EXPORT void free_sized(void *p, size_t n)
 {
-    free_checked(p, "free_sized");
+    kslab_free(p);
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t n)
 {
-    free_checked(p, "free_aligned_sized");
+    kslab_free(p);
 }
 
 /* ---- C++ operator new / delete (Itanium ABI names) ------------------------ */
@@ -219,15 +215,15 @@ EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a); }
 EXPORT void *_ZnamSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a); }
 EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { return cxx_new_nothrow(n, a); }
 EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { return cxx_new_nothrow(n, a); }
-EXPORT void _ZdlPv(void *p) { free_checked(p, "operator delete"); }
-EXPORT void _ZdaPv(void *p) { free_checked(p, "operator delete"); }
-EXPORT void _ZdlPvm(void *p, size_t n) { free_checked(p, "operator delete"); }
-EXPORT void _ZdaPvm(void *p, size_t n) { free_checked(p, "operator delete"); }
-EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { free_checked(p, "operator delete"); }
-EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { free_checked(p, "operator delete"); }
-EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { free_checked(p, "operator delete"); }
-EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { free_checked(p, "operator delete"); }
-EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { free_checked(p, "operator delete"); }
-EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { free_checked(p, "operator delete"); }
-EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { free_checked(p, "operator delete"); }
-EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { free_checked(p, "operator delete"); }
+EXPORT void _ZdlPv(void *p) { kslab_free(p); }
+EXPORT void _ZdaPv(void *p) { kslab_free(p); }
+EXPORT void _ZdlPvm(void *p, size_t n) { kslab_free(p); }
+EXPORT void _ZdaPvm(void *p, size_t n) { kslab_free(p); }
+EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { kslab_free(p); }
+EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { kslab_free(p); }
+EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { kslab_free(p); }
+EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { kslab_free(p); }
+EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { kslab_free(p); }
+EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { kslab_free(p); }
+EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { kslab_free(p); }
+EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { kslab_free(p); }

@@ -393,6 +393,16 @@ static void double_free(void *a) { void *k = vmalloc_(48), *p = vmalloc_(48); (v
  * never returns those, so free and realloc report them (issue 12) */
 static void free_small(void *a) { void *volatile p = (void *)1; free(p); }
 static void free_sixteen(void *a) { void *volatile p = (void *)16; free(p); }
+/* operator delete (its Itanium name, from C) and free_sized take free's path */
+static void delete_small(void *a)
+{
+    void (*del)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "_ZdlPv");
+    void *volatile p = (void *)8;
+    if (del)
+        del(p);
+    else
+        free(p);
+}
 static void realloc_small(void *a) { void *volatile p = (void *)8; (void)!realloc(p, 100); }
 
 /* Run with KSLAB_DEBUG=ZU,malloc-48,malloc-1536 (CTest's
@@ -478,6 +488,7 @@ int main(int argc, char **argv)
     CHECK_DEATH(double_free, NULL, "double free of object");
     CHECK_DEATH(free_small, NULL, "free((any)): pointer 0x1 was not allocated by kslab");
     CHECK_DEATH(free_sixteen, NULL, "free((any)): pointer 0x10 was not allocated by kslab");
+    CHECK_DEATH(delete_small, NULL, "free((any)): pointer 0x8 was not allocated by kslab");
     CHECK_DEATH(realloc_small, NULL, "realloc((any)): pointer 0x8 was not allocated by kslab");
     free(NULL);                         /* still nothing */
     return check_done();
