@@ -165,13 +165,9 @@ static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
 {
     *pcpu_tag_word(s, x) = kslab_tag_key;
 }
-/* Where a free object leaves the sheaves -- a pop, a drain to its slab:
- * every object there carries its tag, so a different word means x was
- * freed twice (its other copy left first and took the tag) or written
- * while free (an overflow from the object before it, a write after free)
- * -- reported, never handed out or linked.  The word is left 0. */
-/* The claim's test alone: true if x's word did not hold the tag (it now
- * holds what was there xor the tag; kslab_claim_failed reports it). */
+/* The claim's test alone (fast_alloc reports by a jump to
+ * kslab_claim_failed): true if x's word did not hold the tag; it now holds
+ * what was there xor the tag. */
 static inline bool pcpu_tag_unclaimed(struct kmem_cache *s, void *x)
 {
     /* One xor into memory tests and clears: the word becomes 0 exactly
@@ -186,6 +182,11 @@ static inline bool pcpu_tag_unclaimed(struct kmem_cache *s, void *x)
                          : "memory");
     return bad;
 }
+/* Where a free object leaves the sheaves -- a pop, a drain to its slab:
+ * every object there carries its tag, so a different word means x was
+ * freed twice (its other copy left first and took the tag) or written
+ * while free (an overflow from the object before it, a write after free)
+ * -- reported, never handed out or linked.  The word is left 0. */
 static inline void pcpu_tag_claim(struct kmem_cache *s, void *x)
 {
     if (unlikely(pcpu_tag_unclaimed(s, x)))
