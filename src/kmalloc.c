@@ -1030,22 +1030,31 @@ static noinline void thread_kfree(struct kmem_cache *s, const void *x)
 static inline __attribute__((always_inline)) void kfree_lookup_in(const void *x, bool from_free)
 {
     uintptr_t a = (uintptr_t)x;
-    /* one compare for NULL, ZERO_SIZE_PTR and anything at or above 2^47;
-     * free()'s small values other than NULL are pointers malloc never
-     * gave (malloc.c), kfree's are the kernel's no-ops */
-    const uintptr_t low = (uintptr_t)ZERO_SIZE_PTR + 1;
-    if (unlikely(a - low >= (1ul << 47) - low)) {
-        if (from_free)
-            free_out_of_range(x);
-        else if (!ZERO_OR_NULL_PTR(x))
+    uint64_t e;
+    /* in_zone and zone_pmap, with the base loaded once (the atomic load of
+     * the bound between made GCC load it twice) */
+    uintptr_t base = kslab_zone.base, off = a - base;
+    if (likely(off < atomic_load_explicit(&kslab_zone.used, memory_order_relaxed))) {
+        e = atomic_load_explicit((_Atomic uint64_t *)(base - ZONE_PMAP_BYTES) + (off >> PAGE_SHIFT),
+                                 memory_order_relaxed);
+    } else {
+        /* one compare for NULL, ZERO_SIZE_PTR and anything at or above
+         * 2^47; free()'s small values other than NULL are pointers malloc
+         * never gave (malloc.c), kfree's are the kernel's no-ops */
+        const uintptr_t low = (uintptr_t)ZERO_SIZE_PTR + 1;
+        if (unlikely(a - low >= (1ul << 47) - low)) {
+            if (from_free)
+                free_out_of_range(x);
+            else if (!ZERO_OR_NULL_PTR(x))
+                kfree_slow(x);
+            return;
+        }
+        if (unlikely(!arena_bit(a))) {      /* an arena outside the zone? */
             kfree_slow(x);
-        return;
+            return;
+        }
+        e = addr_pmap(a);
     }
-    if (unlikely(!arena_bit(a))) {
-        kfree_slow(x);
-        return;
-    }
-    uint64_t e = addr_pmap(a);
     if (unlikely(!e)) {
         kfree_unmapped(x);          /* a large block, a new slab, or a bad pointer */
         return;

@@ -89,6 +89,7 @@ static _Atomic uint64_t pages_peak;
 static _Atomic uint64_t large_pages;                   /* large blocks, live or in pcp lists */
 static uint64_t huge_bytes, huge_live;                 /* live huge blocks (pages_lock) */
 static _Atomic uint64_t nr_arenas, nr_tables;
+static _Atomic uint64_t nr_mapped_arenas;              /* arenas outside the zone */
 static _Atomic uint64_t release_failures;
 static atomic_bool release_warned;
 
@@ -183,10 +184,55 @@ static void buddy_unlink(struct slab *b, unsigned order)
     b->next = b->prev = NULL;
 }
 
+/* The arena zone (pages.h): one reservation (PROT_NONE, no memory), its
+ * kfree map first, then the arenas, cut in address order, each made
+ * read-write with its 128 KiB of the map when it is added.  ZONE_MAX (64
+ * GiB, 1024 arenas) is tried first, then halves down to one arena: the
+ * sanitizers' and valgrind's address spaces refuse larger reservations
+ * (TSan refused 1 TiB here, valgrind 64 GiB), and a program under a small
+ * RLIMIT_AS gets what fits.  When the zone is full or could not be
+ * reserved, arenas are mapped one by one as before, with their own map:
+ * still arenas (the arena map names them), whose frees take the lookup's
+ * slower first test.  Adjacent read-write pieces merge: the zone is four
+ * mappings however many arenas it holds. */
+struct kslab_zone kslab_zone = { .base = (uintptr_t)1 << 63 };
+static bool zone_tried;
+
+static struct arena *zone_arena(void)
+{
+    if (!zone_tried) {
+        zone_tried = true;
+        /* KSLAB_ZONE_MB: a smaller zone (0: none), for a tight RLIMIT_AS
+         * or to test the arenas outside it */
+        size_t z = kslab_env_number("KSLAB_ZONE_MB", ZONE_MAX >> 20);
+        z = (z > ZONE_MAX >> 20 ? ZONE_MAX : z << 20) & ~(ARENA_SIZE - 1);
+        for (; z >= ARENA_SIZE; z = (z >> 1) & ~(ARENA_SIZE - 1)) {
+            /* the map, the zone, and room to align the zone */
+            char *p = prim_map_none(ZONE_PMAP_BYTES + z + ARENA_SIZE);
+            if (p) {
+                kslab_zone.base = ALIGN_UP((uintptr_t)p + ZONE_PMAP_BYTES, ARENA_SIZE);
+                kslab_zone.size = z;
+                break;
+            }
+        }
+    }
+    uintptr_t used = atomic_load_explicit(&kslab_zone.used, memory_order_relaxed);
+    if (used == kslab_zone.size)
+        return NULL;
+    struct arena *a = (struct arena *)(kslab_zone.base + used);
+    if (!prim_commit(zone_pmap((uintptr_t)a), ARENA_PAGES * sizeof(uint64_t)) ||
+        !prim_commit(a, ARENA_SIZE))
+        return NULL;        /* a map piece made read-write stays so: harmless */
+    return a;
+}
+
 /* Map a new arena and put its free pages on the buddy lists. */
 static bool arena_grow(void)
 {
-    struct arena *a = prim_map_aligned(ARENA_SIZE, ARENA_SIZE);
+    struct arena *a = zone_arena();
+    bool zoned = a != NULL;
+    if (!a)
+        a = prim_map_aligned(ARENA_SIZE, ARENA_SIZE);
     if (!a)
         return false;
     uintptr_t ci = (uintptr_t)a >> ARENA_SHIFT;
@@ -205,6 +251,14 @@ static bool arena_grow(void)
     a->next_arena = arenas;
     arenas = a;
     atomic_fetch_add_explicit(&nr_arenas, 1, memory_order_relaxed);
+    /* release: a free that sees the larger bound finds the arena's header
+     * written (its pointer came from a slab here, handed out after this;
+     * the user's synchronisation orders that too, so a stale bound only
+     * sends the free to the slower test, which finds the arena map set) */
+    if (zoned)
+        atomic_fetch_add_explicit(&kslab_zone.used, ARENA_SIZE, memory_order_release);
+    else
+        atomic_fetch_add_explicit(&nr_mapped_arenas, 1, memory_order_relaxed);
     return true;
 }
 
@@ -282,7 +336,8 @@ static void desc_release(struct slab *b, unsigned order)
     struct arena *a = slab_arena(b);
     size_t i = (size_t)(b - a->pages), n = (size_t)1 << order;
     table_release((uintptr_t)(b + 1), (uintptr_t)(b + n));
-    table_release((uintptr_t)&a->pmap[i], (uintptr_t)&a->pmap[i + n]);
+    _Atomic uint64_t *m = pmap_slot(a, i);     /* (slot i + n may be the next arena's) */
+    table_release((uintptr_t)m, (uintptr_t)(m + n));
 }
 
 /* Pages [from, to) of the block at b, as the naturally aligned power-of-two
@@ -553,7 +608,7 @@ void pages_publish(struct slab *head)
                      head->cache->name);
     uint64_t e = pmap_entry(head->cache, head->pg_colour);
     for (size_t i = 0; i < ((size_t)1 << head->pg_order); i++)
-        atomic_store_explicit(&a->pmap[first + i], e, memory_order_relaxed);
+        atomic_store_explicit(pmap_slot(a, first + i), e, memory_order_relaxed);
     __atomic_store_n(&head->pg_state, PG_SLAB, __ATOMIC_RELEASE);
 }
 
@@ -564,7 +619,7 @@ void pages_free(struct slab *b, unsigned order)
     kslab_lock(&pages_lock);
     struct arena *a = slab_arena(b);
     for (unsigned i = 0; i < (1u << order); i++) {
-        atomic_store_explicit(&a->pmap[(size_t)(b - a->pages) + i], 0, memory_order_relaxed);
+        atomic_store_explicit(pmap_slot(a, (size_t)(b - a->pages) + i), 0, memory_order_relaxed);
         b[i].cache = NULL;
         b[i].pg_order = 0;
         set_state(&b[i], PG_META);
@@ -914,7 +969,10 @@ void pages_memory(struct kslab_memory *m)
     m->huge_bytes = huge_bytes;
     m->hot_bytes = hot_pages << PAGE_SHIFT;
     m->huge_cached_bytes = huge_cache_bytes;
-    m->mappings = arenas_n + huge_live + huge_cache_n +
+    /* the zone is four mappings (its map and its arenas, each a read-write
+     * part and a PROT_NONE rest) */
+    m->mappings = (kslab_zone.size ? 4 : 0) + atomic_load_explicit(&nr_mapped_arenas, memory_order_relaxed) +
+                  huge_live + huge_cache_n +
                   atomic_load_explicit(&nr_tables, memory_order_relaxed);
     kslab_unlock(&pages_lock);
     m->release_failures = atomic_load_explicit(&release_failures, memory_order_relaxed);
@@ -982,7 +1040,7 @@ long pages_check(void)
                 }
                 align = (size_t)1 << pages_order(n);
             } else {
-                bad++;                     /* a page that heads nothing */
+                bad++;
                 break;
             }
             if ((i & (align - 1)) || i + n > ARENA_PAGES) {

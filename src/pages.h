@@ -167,12 +167,7 @@ static inline uint32_t pmap_colour(uint64_t e)
 }
 /* Relaxed: entries are written before the slab's objects are handed out
  * and cleared after the last one came back, as the descriptors' cache. */
-static inline uint64_t addr_pmap(uintptr_t p)
-{
-    struct arena *a = (struct arena *)(p & ~(ARENA_SIZE - 1));
-    return atomic_load_explicit(&a->pmap[(p >> PAGE_SHIFT) & (ARENA_PAGES - 1)],
-                                memory_order_relaxed);
-}
+static inline uint64_t addr_pmap(uintptr_t p);      /* after the zone's, below */
 
 /* Arena map: one byte per 64 MiB of the 47-bit address space (2 MiB of
  * zero-fill bss, of which a page is touched per 256 GiB of address space in
@@ -186,6 +181,43 @@ extern uint8_t kslab_arena_map[ARENA_MAP_BYTES];
 static inline bool arena_bit(uintptr_t a)           /* a < 2^47 */
 {
     return __atomic_load_n(&kslab_arena_map[a >> ARENA_SHIFT], __ATOMIC_RELAXED) != 0;
+}
+/* The arena zone (pages.c): arenas cut in address order from one
+ * reservation, [base, base + size), below which sits the zone's kfree map,
+ * one word per page of the zone (ZONE_PMAP_BYTES), in place of the arenas'
+ * own.  An address in [base, base + used) is in an arena and its map entry
+ * is one shift and load away: free() tells both in 7 instructions where the
+ * arena map and the arena's own map take 17.  `used` only grows; relaxed:
+ * a stale bound sends the caller to the arena map, which is always right.
+ * No zone: base is 2^63, so that no address passes. */
+#define ZONE_MAX        (1ul << 36)                            /* 64 GiB */
+#define ZONE_PMAP_BYTES (ZONE_MAX >> (PAGE_SHIFT - 3))         /* 128 MiB */
+struct kslab_zone {
+    uintptr_t base;
+    _Atomic uintptr_t used;         /* bytes given to arenas */
+    uintptr_t size;                 /* bytes reserved (after base) */
+};
+extern struct kslab_zone kslab_zone;
+static inline bool in_zone(uintptr_t a)
+{
+    return a - kslab_zone.base < atomic_load_explicit(&kslab_zone.used, memory_order_relaxed);
+}
+/* Page i's word of kfree's map: arena ar's own, or the zone's. */
+static inline _Atomic uint64_t *zone_pmap(uintptr_t a)        /* a in the zone */
+{
+    return (_Atomic uint64_t *)(kslab_zone.base - ZONE_PMAP_BYTES) +
+           ((a - kslab_zone.base) >> PAGE_SHIFT);
+}
+static inline _Atomic uint64_t *pmap_slot(struct arena *ar, size_t i)
+{
+    uintptr_t a = (uintptr_t)ar + (i << PAGE_SHIFT);
+    return a - kslab_zone.base < kslab_zone.size ? zone_pmap(a) : &ar->pmap[i];
+}
+static inline uint64_t addr_pmap(uintptr_t p)
+{
+    struct arena *a = (struct arena *)(p & ~(ARENA_SIZE - 1));
+    return atomic_load_explicit(pmap_slot(a, (p >> PAGE_SHIFT) & (ARENA_PAGES - 1)),
+                                memory_order_relaxed);
 }
 static inline bool in_arena(const void *p)
 {

@@ -39,6 +39,9 @@ void *prim_remap(void *p, size_t old, size_t new_bytes, void *to);
  * accessible (rw) or not; false if the OS refuses. */
 void *prim_map_none(size_t bytes);
 bool prim_protect(void *p, size_t bytes, bool rw);
+/* Make [p, p + bytes) of a prim_map_none reservation read-write (the
+ * arena zone); false if the OS refuses, or a test injected a map failure. */
+bool prim_commit(void *p, size_t bytes);
 /* Install fn as SIGSEGV's first look: it gets the faulting address and
  * whether the access was a write, and returns only if the fault is not
  * its own; then the handler installed before runs (or the default). */

@@ -432,6 +432,64 @@ static void test_obj_index(void)
     CHECK_EQ(bad, 0);
 }
 
+/* The arena zone (pages.h): arenas cut from one reservation, whose frees
+ * find their map entry in the zone's map; past it (KSLAB_ZONE_MB=64:
+ * test_pages.zone64, one arena) or without it (KSLAB_ZONE_MB=0:
+ * test_pages.nozone), arenas mapped one by one with their own map.  40
+ * blocks of 4 MiB take three arenas at least. */
+static void free_past_zone(void *arg)       /* reserved, not yet an arena */
+{
+    kfree((char *)kslab_zone.base + atomic_load(&kslab_zone.used) + 4096);
+}
+static void free_zone_map(void *arg)        /* the zone's own map */
+{
+    kfree((char *)kslab_zone.base - 4096);
+}
+static void test_zone(void)
+{
+    const char *env = getenv("KSLAB_ZONE_MB");
+    uintptr_t want = env ? (uintptr_t)atol(env) << 20 : ZONE_MAX;
+    CHECK_EQ(kslab_zone.size, want);
+    struct slab *b[40];
+    unsigned in = 0, out = 0;
+    for (unsigned i = 0; i < 40; i++) {
+        b[i] = pages_alloc(MAX_PAGE_ORDER, &owner_a);
+        CHECK(b[i] != NULL);
+        if (!b[i])
+            return;
+        uintptr_t a = (uintptr_t)slab_address(b[i]);
+        struct arena *ar = slab_arena(b[i]);
+        size_t idx = (size_t)(b[i] - ar->pages);
+        bool z = a - kslab_zone.base < kslab_zone.size;
+        CHECK(in_arena((void *)a));
+        CHECK_EQ(in_zone(a), z);
+        CHECK(pmap_slot(ar, idx + 3) == (z ? zone_pmap(a + 3 * PAGE_SIZE) : &ar->pmap[idx + 3]));
+        pages_publish(b[i]);
+        CHECK_EQ(addr_pmap(a + 5 * PAGE_SIZE), pmap_entry(&owner_a, b[i]->pg_colour));
+        in += z;
+        out += !z;
+    }
+    if (!env)
+        CHECK_EQ(out, 0);
+    else if (want)
+        CHECK(in > 0 && out > 0);
+    else
+        CHECK_EQ(in, 0);
+    struct kslab_memory m;
+    kslab_memory(&m);
+    CHECK(m.mappings >= (uint64_t)(kslab_zone.size ? 4 : 0) + (out ? 1 : 0));
+    for (unsigned i = 0; i < 40; i++) {
+        uintptr_t a = (uintptr_t)slab_address(b[i]);
+        pages_free(b[i], MAX_PAGE_ORDER);
+        CHECK_EQ(addr_pmap(a + 5 * PAGE_SIZE), 0);
+    }
+    pages_release_all();
+    if (kslab_zone.size) {
+        CHECK_DEATH(free_past_zone, NULL, "was not allocated by kslab");
+        CHECK_DEATH(free_zone_map, NULL, "was not allocated by kslab");
+    }
+}
+
 int main(void)
 {
     kslab_allocator_name();   /* initialise */
@@ -447,5 +505,6 @@ int main(void)
     test_huge();
     test_release_failures();
     test_obj_index();
+    test_zone();
     return check_done();
 }
