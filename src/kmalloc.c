@@ -1156,18 +1156,26 @@ size_t kmalloc_size_roundup(size_t size)
     return ALIGN_UP(size, PAGE_SIZE);
 }
 
-/* Resize a huge block (above 4 MiB) to hold new_size (also above) without
- * copying: mremap in place or to a new range.  NULL if x is no huge block
- * or the OS refuses; the caller then copies. */
+/* Resize a huge block (a mapping of its own: above 4 MiB, or grown there
+ * by realloc) to hold new_size (at least REALLOC_MAP_MIN) without copying:
+ * mremap in place or to a new range, or unmap the tail.  NULL if x is no
+ * huge block or the OS refuses; the caller then copies. */
 void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes)
 {
-    if (new_size <= (PAGE_SIZE << MAX_PAGE_ORDER) || new_size > KSLAB_MAX_ALLOC || in_arena(x))
+    if (new_size < REALLOC_MAP_MIN || new_size > KSLAB_MAX_ALLOC || in_arena(x))
         return NULL;
     struct huge_hdr *h = huge_of(x);
     if (!h || h->base != x || !huge_is_live(h))
         return NULL;
     size_t n = (new_size + PAGE_SIZE - 1) >> PAGE_SHIFT;
     return huge_resize(h, (malloc_classes ? pages_round(n) : n) << PAGE_SHIFT);
+}
+
+/* realloc's mapping for a block outgrowing REALLOC_MAP_MIN: page classes,
+ * as the large blocks' (pages.h), so it wastes at most a quarter. */
+void *kslab_realloc_map(size_t n)
+{
+    return huge_alloc_realloc(pages_round((n + PAGE_SIZE - 1) >> PAGE_SHIFT) << PAGE_SHIFT);
 }
 
 /* krealloc_node_align (6.17+): krealloc whose result is aligned to align

@@ -880,9 +880,34 @@ void *huge_alloc(size_t bytes, size_t align, bool zero)
     return h->base;
 }
 
+/* Live mappings made by huge_alloc_realloc.  Relaxed: a bound on a count,
+ * ordering nothing. */
+static _Atomic unsigned realloc_maps;
+
+void *huge_alloc_realloc(size_t bytes)
+{
+    unsigned n = atomic_load_explicit(&realloc_maps, memory_order_relaxed);
+    do {
+        if (n >= REALLOC_MAPS_MAX)
+            return NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&realloc_maps, &n, n + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    void *p = huge_alloc(bytes, CHUNK_SIZE, false);
+    if (!p) {
+        atomic_fetch_sub_explicit(&realloc_maps, 1, memory_order_relaxed);
+        return NULL;
+    }
+    huge_of(p)->counted = 1;        /* the block is the caller's alone until returned */
+    return p;
+}
+
 void huge_free(struct huge_hdr *h)
 {
     struct pending w = { 0 };
+    if (h->counted) {
+        h->counted = 0;
+        atomic_fetch_sub_explicit(&realloc_maps, 1, memory_order_relaxed);
+    }
     kslab_lock(&pages_lock);
     huge_bytes -= h->size;
     huge_live--;

@@ -397,6 +397,7 @@ struct huge_hdr {
     struct huge_hdr *next;   /* mapping cache list */
     uint32_t tick;     /* when it entered the cache */
     uint8_t cached;    /* in the cache (its chunk entries stay): relaxed atomic */
+    uint8_t counted;   /* made by huge_alloc_realloc: counted in its bound */
 };
 #define HUGE_CACHE_MAX 8
 #define HUGE_CACHE_BYTES ((size_t)64 << 20)
@@ -405,6 +406,13 @@ struct huge_hdr {
 #define KSLAB_MAX_ALLOC ((size_t)1 << 46)
 /* bytes: a multiple of the page size; align: a power of two or 0. */
 void *huge_alloc(size_t bytes, size_t align, bool zero);
+/* A mapping for a block that realloc grows past REALLOC_MAP_MIN (malloc.c),
+ * so that its next growths move pages (mremap) instead of copying them;
+ * NULL when REALLOC_MAPS_MAX such mappings are live (the mapping count
+ * stays bounded: the caller copies in the arenas) or the OS refuses. */
+#define REALLOC_MAP_MIN  ((size_t)256 << 10)
+#define REALLOC_MAPS_MAX 64u
+void *huge_alloc_realloc(size_t bytes);
 /* The huge block whose mapping holds x (live or cached), or NULL. */
 static inline struct huge_hdr *huge_of(const void *x)
 {

@@ -534,6 +534,7 @@ void *kslab_large_alloc(size_t size, size_t align, gfp_t flags);
 /* Random kmalloc caches (KSLAB_RANDOM_KMALLOC; kmalloc.c), created at init. */
 void kslab_random_kmalloc_init(void);
 void *kslab_huge_resize(const void *x, size_t new_size, bool malloc_classes);
+void *kslab_realloc_map(size_t n);
 
 struct kslab_options {
     bool nomerge;

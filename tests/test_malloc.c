@@ -5,6 +5,7 @@
 #include "check.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <kslab.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -379,6 +380,54 @@ static void test_classes_large(void)
     CHECK_EQ(malloc_trim(0), 1);
 }
 
+/* realloc's own mappings (issue 9): a block grown past 256 KiB moves to a
+ * mapping of its own, whose later growths are mremaps; at most 64 such are
+ * live (the mapping count stays bounded), the rest grow by copying in the
+ * arenas, and every block keeps its contents either way. */
+static void test_realloc_maps(void)
+{
+    void (*mem)(struct kslab_memory *) =
+        (void (*)(struct kslab_memory *))dlsym(RTLD_DEFAULT, "kslab_memory");
+    CHECK(mem != NULL);
+    if (!mem)
+        return;
+    enum { N = 80, MAPS = 64 };
+    static unsigned char *b[N];
+    size_t sizes[] = { 64 << 10, 300 << 10, 1 << 20, 3 << 20 };
+    struct kslab_memory m0, m1;
+    mem(&m0);
+    long bad = 0;
+    for (unsigned k = 0; k < 4; k++) {
+        size_t was = k ? sizes[k - 1] : 0;
+        for (unsigned i = 0; i < N; i++) {
+            b[i] = k ? realloc(b[i], sizes[k]) : malloc(sizes[k]);
+            CHECK(b[i] != NULL);
+            for (size_t j = 0; j < was; j += 4093)
+                bad += b[i][j] != (unsigned char)(i + j);
+            for (size_t j = was - was % 4093; j < sizes[k]; j += 4093)
+                b[i][j] = (unsigned char)(i + j);
+        }
+        mem(&m1);
+        size_t mapped = 0;
+        for (unsigned i = 0; i < MAPS; i++)
+            mapped += malloc_usable_size(b[i]);
+        if (k == 0)
+            CHECK_EQ(m1.huge_bytes, m0.huge_bytes);        /* large blocks, in the arenas */
+        else
+            CHECK_EQ(m1.huge_bytes - m0.huge_bytes, mapped);   /* the first 64 only */
+    }
+    CHECK_EQ(bad, 0);
+    for (unsigned i = 0; i < N; i++)
+        free(b[i]);
+    mem(&m1);
+    CHECK_EQ(m1.huge_bytes, m0.huge_bytes);
+    /* the bound counts live mappings: freed, they make room again */
+    unsigned char *r = realloc(malloc(64 << 10), 300 << 10);
+    mem(&m1);
+    CHECK_EQ(m1.huge_bytes - m0.huge_bytes, malloc_usable_size(r));
+    free(r);
+}
+
 /* Issue 8, case 3: interior and freed pointers reach kslab's report. */
 static void usable_interior(void *a) { char *p = vmalloc_(100); (void)malloc_usable_size(p + 8); }
 static void realloc_interior(void *a)
@@ -477,6 +526,7 @@ int main(int argc, char **argv)
     test_is_kslab();
     test_malloc_free();
     test_calloc_realloc();
+    test_realloc_maps();
     test_aligned();
     test_aligned_edges();
     test_classes_large();
