@@ -118,24 +118,41 @@ static void loop_destroy(void *arg)
  * the one after the last in memory about one time in 8 (63 of 63 in
  * address order, KSLAB_HARDENED=0 or KSLAB_RANDOM_WINDOW=0).  The bound
  * of half the steps is more than 9 standard deviations above the mean. */
-static void test_random_order(void)
+/* Steps, among a fresh cache's first N objects, to the next object in memory. */
+static int ascending_steps(size_t size, int n)
 {
-    struct kmem_cache *c = kmem_cache_create("harden_order", 64, 0, SLAB_NO_MERGE, NULL);
-    enum { N = 64 };
-    char *p[N];
+    struct kmem_cache *c = kmem_cache_create("harden_order", (unsigned)size, 0, SLAB_NO_MERGE, NULL);
+    char *p[64];
     int ascending = 0;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
         p[i] = kmem_cache_alloc(c, GFP_KERNEL);
-        if (i && p[i] - p[i - 1] == 64)
+        if (i && p[i] - p[i - 1] == (long)size)
             ascending++;
     }
+    for (int i = 0; i < n; i++)
+        kmem_cache_free(c, p[i]);
+    kmem_cache_destroy(c);
+    return ascending;
+}
+static void test_random_order(void)
+{
+    enum { N = 64 };
+    int ascending = ascending_steps(64, N);
     if (ascending >= N / 2)
         fprintf(stderr, "%d of %d steps to the next object in memory: not randomized\n",
                 ascending, N - 1);
     CHECK(ascending < N / 2);
-    for (int i = 0; i < N; i++)
-        kmem_cache_free(c, p[i]);
-    kmem_cache_destroy(c);
+    /* A window spans at most 4 KiB (KSLAB_RANDOM_SPAN): 1 KiB objects are
+     * shuffled in windows of 4 (about one step in five to the neighbour;
+     * slabs of 8 or more), 8 KiB ones are handed out in address order
+     * (the slab's 4 objects: at most 3 steps, the rest cross slabs). */
+    int kib = ascending_steps(1024, 32);
+    if (kib >= 20)
+        fprintf(stderr, "1 KiB objects: %d of 31 steps to the neighbour: not randomized\n", kib);
+    CHECK(kib < 20);
+    const char *span = getenv("KSLAB_RANDOM_SPAN");
+    if (!span && strcmp(kslab_allocator_name(), "slob-seg") != 0)
+        CHECK(ascending_steps(8192, 16) >= 8);
 }
 
 int main(void)
