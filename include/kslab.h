@@ -490,7 +490,7 @@ struct kslab_memory {
     uint64_t large_bytes;         /* large kmalloc blocks (4 KiB .. 4 MiB), live or in pcp lists */
     uint64_t pcp_bytes;           /* of those, freed blocks in threads' pcp lists */
     uint64_t hot_bytes;           /* freed blocks in the global reserve, not yet given back */
-    uint64_t huge_bytes;          /* live huge blocks (above 4 MiB, or grown past 256 KiB by
+    uint64_t huge_bytes;          /* live huge blocks (above 4 MiB, or grown past 1 MiB by
                                      realloc), each its own mapping */
     uint64_t huge_cached_bytes;   /* freed huge mappings kept for reuse */
     uint64_t arena_bytes;         /* address space reserved in 64 MiB arenas */

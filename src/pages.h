@@ -410,7 +410,7 @@ void *huge_alloc(size_t bytes, size_t align, bool zero);
  * so that its next growths move pages (mremap) instead of copying them;
  * NULL when REALLOC_MAPS_MAX such mappings are live (the mapping count
  * stays bounded: the caller copies in the arenas) or the OS refuses. */
-#define REALLOC_MAP_MIN  ((size_t)256 << 10)
+#define REALLOC_MAP_MIN  ((size_t)1 << 20)
 #define REALLOC_MAPS_MAX 64u
 void *huge_alloc_realloc(size_t bytes);
 /* The huge block whose mapping holds x (live or cached), or NULL. */
