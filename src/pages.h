@@ -189,7 +189,10 @@ static inline bool arena_bit(uintptr_t a)           /* a < 2^47 */
  * is one shift and load away: free() tells both in 7 instructions where the
  * arena map and the arena's own map take 17.  `used` only grows; relaxed:
  * a stale bound sends the caller to the arena map, which is always right.
- * No zone: base is 2^63, so that no address passes. */
+ * base and size are written once, under pages_lock, before the first
+ * arena is added (at start-up: the first allocation makes one); a pointer
+ * from an arena was handed out after, so whoever frees it reads them
+ * written.  No zone: base is 2^63, so that no address passes. */
 #define ZONE_MAX        (1ul << 36)                            /* 64 GiB */
 #define ZONE_PMAP_BYTES (ZONE_MAX >> (PAGE_SHIFT - 3))         /* 128 MiB */
 struct kslab_zone {
@@ -202,12 +205,13 @@ static inline bool in_zone(uintptr_t a)
 {
     return a - kslab_zone.base < atomic_load_explicit(&kslab_zone.used, memory_order_relaxed);
 }
-/* Page i's word of kfree's map: arena ar's own, or the zone's. */
+/* Address a's word of the zone's kfree map. */
 static inline _Atomic uint64_t *zone_pmap(uintptr_t a)        /* a in the zone */
 {
     return (_Atomic uint64_t *)(kslab_zone.base - ZONE_PMAP_BYTES) +
            ((a - kslab_zone.base) >> PAGE_SHIFT);
 }
+/* Page i's word of kfree's map: arena ar's own, or the zone's. */
 static inline _Atomic uint64_t *pmap_slot(struct arena *ar, size_t i)
 {
     uintptr_t a = (uintptr_t)ar + (i << PAGE_SHIFT);
