@@ -1031,13 +1031,7 @@ static inline __attribute__((always_inline)) void kfree_lookup_in(const void *x,
 {
     uintptr_t a = (uintptr_t)x;
     uint64_t e;
-    /* in_zone and zone_pmap, with the base loaded once (the atomic load of
-     * the bound between made GCC load it twice) */
-    uintptr_t base = kslab_zone.base, off = a - base;
-    if (likely(off < atomic_load_explicit(&kslab_zone.used, memory_order_relaxed))) {
-        e = atomic_load_explicit((_Atomic uint64_t *)(base - ZONE_PMAP_BYTES) + (off >> PAGE_SHIFT),
-                                 memory_order_relaxed);
-    } else {
+    if (!zone_entry(a, &e)) {
         /* one compare for NULL, ZERO_SIZE_PTR and anything at or above
          * 2^47; free()'s small values other than NULL are pointers malloc
          * never gave (malloc.c), kfree's are the kernel's no-ops */

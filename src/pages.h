@@ -165,9 +165,6 @@ static inline uint32_t pmap_colour(uint64_t e)
 {
     return (uint32_t)(e >> PMAP_COLOUR_SHIFT);
 }
-/* Relaxed: entries are written before the slab's objects are handed out
- * and cleared after the last one came back, as the descriptors' cache. */
-static inline uint64_t addr_pmap(uintptr_t p);      /* after the zone's, below */
 
 /* Arena map: one byte per 64 MiB of the 47-bit address space (2 MiB of
  * zero-fill bss, of which a page is touched per 256 GiB of address space in
@@ -201,15 +198,29 @@ struct kslab_zone {
     uintptr_t size;                 /* bytes reserved (after base) */
 };
 extern struct kslab_zone kslab_zone;
-static inline bool in_zone(uintptr_t a)
-{
-    return a - kslab_zone.base < atomic_load_explicit(&kslab_zone.used, memory_order_relaxed);
-}
-/* Address a's word of the zone's kfree map. */
-static inline _Atomic uint64_t *zone_pmap(uintptr_t a)        /* a in the zone */
+/* Address a's word of the zone's kfree map (a in the reservation). */
+static inline _Atomic uint64_t *zone_pmap(uintptr_t a)
 {
     return (_Atomic uint64_t *)(kslab_zone.base - ZONE_PMAP_BYTES) +
            ((a - kslab_zone.base) >> PAGE_SHIFT);
+}
+/* kfree's first test: is a in an arena of the zone?  If so, *e is its
+ * page's map word.  base is read once (with the atomic load of the bound
+ * between, GCC read it twice); the word is returned, not its address,
+ * which would cost the caller a NULL test. */
+static inline bool zone_entry(uintptr_t a, uint64_t *e)
+{
+    uintptr_t base = kslab_zone.base, off = a - base;
+    if (unlikely(off >= atomic_load_explicit(&kslab_zone.used, memory_order_relaxed)))
+        return false;
+    *e = atomic_load_explicit((_Atomic uint64_t *)(base - ZONE_PMAP_BYTES) + (off >> PAGE_SHIFT),
+                              memory_order_relaxed);
+    return true;
+}
+static inline bool in_zone(uintptr_t a)
+{
+    uint64_t e;
+    return zone_entry(a, &e);
 }
 /* Page i's word of kfree's map: arena ar's own, or the zone's. */
 static inline _Atomic uint64_t *pmap_slot(struct arena *ar, size_t i)
@@ -217,6 +228,8 @@ static inline _Atomic uint64_t *pmap_slot(struct arena *ar, size_t i)
     uintptr_t a = (uintptr_t)ar + (i << PAGE_SHIFT);
     return a - kslab_zone.base < kslab_zone.size ? zone_pmap(a) : &ar->pmap[i];
 }
+/* Relaxed: entries are written before the slab's objects are handed out
+ * and cleared after the last one came back, as the descriptors' cache. */
 static inline uint64_t addr_pmap(uintptr_t p)
 {
     struct arena *a = (struct arena *)(p & ~(ARENA_SIZE - 1));
