@@ -2,13 +2,14 @@
  * pages.c - the page allocator of the whole library, as the kernel's: every
  * slab and every large kmalloc block comes from here.
  *
- * Arenas.  Memory is reserved in 64 MiB arenas aligned to 64 MiB, each one
- * mapping, marked in the arena map (one load classifies an address).  An
- * arena begins with its descriptor table: one 48-byte struct slab per 4 KiB
- * page.  The address range stays reserved for ever, so arena marks never
- * change after they are set and kslab's mapping count is one per arena plus
- * one per live huge block plus a bounded cache: it cannot run into
- * vm.max_map_count however the program frees.
+ * Arenas.  Memory comes in 64 MiB arenas aligned to 64 MiB, cut from the
+ * arena zone (below) or, past it, mapped one by one; all are marked in the
+ * arena map (one load classifies an address).  An arena begins with its
+ * descriptor table: one 48-byte struct slab per 4 KiB page.  The address
+ * range stays reserved for ever, so arena marks never change after they
+ * are set and kslab's mapping count is the zone's four plus one per arena
+ * outside it plus one per live huge block plus a bounded cache: it cannot
+ * run into vm.max_map_count however the program frees.
  *
  * The buddy.  The arena's pages are handed out in naturally aligned blocks
  * of 2^order pages, orders 0..10 (4 MiB), one free list per order, under
@@ -89,7 +90,6 @@ static _Atomic uint64_t pages_peak;
 static _Atomic uint64_t large_pages;                   /* large blocks, live or in pcp lists */
 static uint64_t huge_bytes, huge_live;                 /* live huge blocks (pages_lock) */
 static _Atomic uint64_t nr_arenas, nr_tables;
-static _Atomic uint64_t nr_mapped_arenas;              /* arenas outside the zone */
 static _Atomic uint64_t release_failures;
 static atomic_bool release_warned;
 
@@ -257,8 +257,6 @@ static bool arena_grow(void)
      * sends the free to the slower test, which finds the arena map set) */
     if (zoned)
         atomic_fetch_add_explicit(&kslab_zone.used, ARENA_SIZE, memory_order_release);
-    else
-        atomic_fetch_add_explicit(&nr_mapped_arenas, 1, memory_order_relaxed);
     return true;
 }
 
@@ -988,16 +986,18 @@ void pages_memory(struct kslab_memory *m)
 {
     m->slab_bytes = kslab_pages_in_use() << PAGE_SHIFT;
     m->large_bytes = atomic_load_explicit(&large_pages, memory_order_relaxed) << PAGE_SHIFT;
+    kslab_lock(&pages_lock);
+    /* under pages_lock, as arena_grow counts both: the difference below is
+     * never negative */
     uint64_t arenas_n = atomic_load_explicit(&nr_arenas, memory_order_relaxed);
     m->arena_bytes = arenas_n * ARENA_SIZE;
-    kslab_lock(&pages_lock);
     m->huge_bytes = huge_bytes;
     m->hot_bytes = hot_pages << PAGE_SHIFT;
     m->huge_cached_bytes = huge_cache_bytes;
     /* the zone is four mappings (its map and its arenas, each a read-write
-     * part and a PROT_NONE rest) */
-    m->mappings = (kslab_zone.size ? 4 : 0) + atomic_load_explicit(&nr_mapped_arenas, memory_order_relaxed) +
-                  huge_live + huge_cache_n +
+     * part and a PROT_NONE rest); every other arena is one */
+    uint64_t zoned = atomic_load_explicit(&kslab_zone.used, memory_order_relaxed) / ARENA_SIZE;
+    m->mappings = (kslab_zone.size ? 4 : 0) + (arenas_n - zoned) + huge_live + huge_cache_n +
                   atomic_load_explicit(&nr_tables, memory_order_relaxed);
     kslab_unlock(&pages_lock);
     m->release_failures = atomic_load_explicit(&release_failures, memory_order_relaxed);
@@ -1065,7 +1065,7 @@ long pages_check(void)
                 }
                 align = (size_t)1 << pages_order(n);
             } else {
-                bad++;
+                bad++;                     /* a page that heads nothing */
                 break;
             }
             if ((i & (align - 1)) || i + n > ARENA_PAGES) {

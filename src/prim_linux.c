@@ -126,16 +126,14 @@ void *prim_map_none(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-bool prim_commit(void *p, size_t bytes)
-{
-    if (unlikely(injected_failure()))
-        return false;
-    return mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0;
-}
-
 bool prim_protect(void *p, size_t bytes, bool rw)
 {
     return mprotect(p, bytes, rw ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+}
+
+bool prim_commit(void *p, size_t bytes)
+{
+    return !injected_failure() && prim_protect(p, bytes, true);
 }
 
 static void (*fault_fn)(void *addr, bool write);
