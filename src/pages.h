@@ -217,11 +217,6 @@ static inline bool zone_entry(uintptr_t a, uint64_t *e)
                               memory_order_relaxed);
     return true;
 }
-static inline bool in_zone(uintptr_t a)
-{
-    uint64_t e;
-    return zone_entry(a, &e);
-}
 /* Page i's word of kfree's map: arena ar's own, or the zone's. */
 static inline _Atomic uint64_t *pmap_slot(struct arena *ar, size_t i)
 {

@@ -462,7 +462,8 @@ static void test_zone(void)
         size_t idx = (size_t)(b[i] - ar->pages);
         bool z = a - kslab_zone.base < kslab_zone.size;
         CHECK(in_arena((void *)a));
-        CHECK_EQ(in_zone(a), z);
+        uint64_t e;
+        CHECK_EQ(zone_entry(a, &e), z);             /* kfree's first test */
         CHECK(pmap_slot(ar, idx + 3) == (z ? zone_pmap(a + 3 * PAGE_SIZE) : &ar->pmap[idx + 3]));
         pages_publish(b[i]);
         CHECK_EQ(addr_pmap(a + 5 * PAGE_SIZE), pmap_entry(&owner_a, b[i]->pg_colour));
