@@ -105,11 +105,18 @@ static void shuffle(uint8_t *idx, uint32_t m)
     }
 }
 
-void kslab_shuffle_start(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t n)
+void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t from,
+                         uint32_t to)
 {
-    it->n = n;
+    it->n = to;
     it->w = shuffle_window(s);
-    it->w0 = it->i = it->m = 0;
+    it->w0 = from;
+    it->i = it->m = 0;
+}
+
+unsigned kslab_shuffle_window(const struct kmem_cache *s)
+{
+    return shuffle_window(s);
 }
 
 uint32_t kslab_shuffle_next(struct kslab_shuffle *it)

@@ -398,7 +398,17 @@ struct kslab_shuffle {
     uint32_t n, w, w0, i, m;        /* objects, window, this window's start, next, size */
     uint8_t idx[RANDOM_WINDOW_MAX]; /* this window's order */
 };
-void kslab_shuffle_start(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t n);
+/* Objects from..to-1 only (from a multiple of the window: SLUB's lazily
+ * carved slabs link theirs a part at a time, kslab_shuffle_window objects
+ * or a multiple); kslab_shuffle_start is the range 0..n-1. */
+void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t from,
+                         uint32_t to);
+static inline void kslab_shuffle_start(struct kslab_shuffle *it, const struct kmem_cache *s,
+                                       uint32_t n)
+{
+    kslab_shuffle_range(it, s, 0, n);
+}
+unsigned kslab_shuffle_window(const struct kmem_cache *s);
 uint32_t kslab_shuffle_next(struct kslab_shuffle *it);
 uint64_t kslab_random64(void);
 /* A number from the environment (decimal), or `unset` if absent or empty. */

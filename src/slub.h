@@ -38,7 +38,7 @@ static inline struct slub_cache *slub_c(struct kmem_cache *s)
 int slub_cache_init(struct kmem_cache *s);
 unsigned slub_calculate_order(unsigned size);
 /* A new slab, initialised, then published (states: slub.c). */
-enum new_slab_mode { NEW_SLAB_CPU, NEW_SLAB_FULL, NEW_SLAB_FREE };
+enum new_slab_mode { NEW_SLAB_CPU, NEW_SLAB_FULL, NEW_SLAB_FREE, NEW_SLAB_LAZY };
 struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode);
 /* The cache's doubly linked partial list (list_lock held). */
 void add_partial(struct kmem_cache *s, struct slab *slab);

@@ -6,6 +6,7 @@
 #include "helpers.h"
 #include <kslab.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 static int is_slub(void) { return strcmp(kslab_allocator_name(), "slub") == 0; }
 
@@ -871,6 +872,58 @@ static void panic_create(void *arg)
     kmem_cache_create("panicky", 0, 0, SLAB_PANIC, NULL);
 }
 
+/* SLUB's lazily carved slabs (slub.c): in the per-CPU mode a new slab of
+ * several pages links only its first part, so its last page stays
+ * untouched (not resident) while few of its objects are in use; and every
+ * object of every slab is handed out once, carved or not, on every
+ * back-end. */
+static void test_lazy_carve(void)
+{
+    kslab_trim();                   /* free pages back to the OS: a new slab's are fresh */
+    struct kmem_cache *c = kmem_cache_create("carve_obj", 1000, 0, SLAB_NO_MERGE, NULL);
+    CHECK(c != NULL);
+    char *first = kmem_cache_alloc(c, GFP_KERNEL);
+    CHECK(first != NULL);
+    struct kslab_stats st = test_stats(c);
+    bool slub = strcmp(kslab_allocator_name(), "slub") == 0;
+    if (slub && test_percpu() && st.num_slabs == 1) {
+        size_t per = st.num_objs, bytes = 4096;
+        while (bytes < per * 1000)
+            bytes *= 2;
+        CHECK(bytes >= 3 * 4096);   /* a slab of several pages (order 2 here) */
+        uintptr_t base = (uintptr_t)first & ~(uintptr_t)(bytes - 1);
+        unsigned char vec[64];
+        CHECK_EQ(mincore((void *)base, bytes, vec), 0);
+        CHECK((vec[0] & 1) == 1);                   /* the first part: linked */
+        CHECK((vec[bytes / 4096 - 1] & 1) == 0);    /* the last page: not yet */
+    }
+    enum { N = 400 };
+    static char *o[N];
+    o[0] = first;
+    for (int i = 1; i < N; i++) {
+        o[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        CHECK(o[i] != NULL);
+        memset(o[i], i & 0xff, 1000);
+    }
+    memset(first, 0, 1000);
+    int dup = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            dup += o[i] == o[j] || (o[i] < o[j] ? o[j] - o[i] : o[i] - o[j]) < 1000;
+    CHECK_EQ(dup, 0);
+    for (int i = 1; i < N; i++)        /* nothing handed out twice wrote over another */
+        if (o[i][0] != (char)(i & 0xff) || o[i][999] != (char)(i & 0xff)) {
+            CHECK(!"an object's contents changed");
+            break;
+        }
+    CHECK_EQ(test_stats(c).active_objs, N);
+    for (int i = 0; i < N; i++)
+        kmem_cache_free(c, o[i]);
+    kmem_cache_shrink(c);
+    CHECK_EQ(test_stats(c).active_objs, 0);
+    kmem_cache_destroy(c);
+}
+
 int main(void)
 {
     test_kmalloc_classes();
@@ -893,6 +946,7 @@ int main(void)
     test_big_objects();
     test_rcu_cache();
     test_slabinfo_and_descriptor();
+    test_lazy_carve();
     {
         char buf[1024];
         int sig;
