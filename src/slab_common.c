@@ -119,15 +119,12 @@ unsigned kslab_shuffle_window(const struct kmem_cache *s)
     return shuffle_window(s);
 }
 
-uint32_t kslab_shuffle_next(struct kslab_shuffle *it)
+void kslab_shuffle_window_next(struct kslab_shuffle *it)
 {
-    if (it->i == it->m) {                       /* the next window */
-        it->w0 += it->m;
-        it->m = it->n - it->w0 < it->w ? it->n - it->w0 : it->w;
-        shuffle(it->idx, it->m);
-        it->i = 0;
-    }
-    return it->w0 + it->idx[it->i++];
+    it->w0 += it->m;
+    it->m = it->n - it->w0 < it->w ? it->n - it->w0 : it->w;
+    shuffle(it->idx, it->m);
+    it->i = 0;
 }
 
 static void read_options(void)

@@ -409,7 +409,15 @@ static inline void kslab_shuffle_start(struct kslab_shuffle *it, const struct km
     kslab_shuffle_range(it, s, 0, n);
 }
 unsigned kslab_shuffle_window(const struct kmem_cache *s);
-uint32_t kslab_shuffle_next(struct kslab_shuffle *it);
+void kslab_shuffle_window_next(struct kslab_shuffle *it);
+/* inline: a new slab links every object through it (a call each cost
+ * link_objects as much again) */
+static inline uint32_t kslab_shuffle_next(struct kslab_shuffle *it)
+{
+    if (it->i == it->m)
+        kslab_shuffle_window_next(it);
+    return it->w0 + it->idx[it->i++];
+}
 uint64_t kslab_random64(void);
 /* A number from the environment (decimal), or `unset` if absent or empty. */
 unsigned long kslab_env_number(const char *name, unsigned long unset);
