@@ -443,7 +443,9 @@ static void carve(struct kmem_cache *s, struct slab *slab, uint32_t to)
     void *tail, *head = link_objects(s, base, from, to, &tail);
     bool appended = false;
     for (;;) {
-        void *fl = slab_freelist(slab);
+        /* acquire: the walk below follows links that freers published
+         * with their release (the compare-and-swap), as the pop does */
+        void *fl = __atomic_load_n(&slab->freelist, __ATOMIC_ACQUIRE);
         union slab_counters old = slab_counters(slab), new = old;
         new.objects = (uint16_t)to;
         if (fl && !appended) {
