@@ -227,7 +227,10 @@ static unsigned slub_exact_order(unsigned size)
     return order <= 4 ? order : slub_malloc_order(size);
 }
 
-int slub_cache_init(struct kmem_cache *s)
+/* The geometry SLUB and slob-seg share; carved: the back-end carves new
+ * slabs lazily (SLUB in the per-CPU mode), so malloc's small classes may
+ * have big slabs (MALLOC_SMALL_ORDER) at no cost in memory. */
+static int cache_geometry(struct kmem_cache *s, bool carved)
 {
     /* Object layout: [object (object_size) | pad to word | free pointer if it
      * cannot live inside the object | ... room for red zone and user track
@@ -255,7 +258,7 @@ int slub_cache_init(struct kmem_cache *s)
                      : big_malloc ? slub_malloc_order(s->size)
                                   : slub_calculate_order(s->size);
     bool malloc_class = (s->flags & SLAB_KSLAB_EXACT) || kslab_malloc_class_of(s) < MALLOC_CLASSES;
-    if (kslab_malloc_class_of(s) < MALLOC_CLASSES && s->size <= 1024 &&
+    if (carved && kslab_malloc_class_of(s) < MALLOC_CLASSES && s->size <= 1024 &&
         order < MALLOC_SMALL_ORDER && !kslab_debugged(s))
         order = MALLOC_SMALL_ORDER;
     kslab_set_geometry(s, order, (unsigned)((PAGE_SIZE << order) / s->size));
@@ -285,11 +288,17 @@ int slub_cache_init(struct kmem_cache *s)
     return 0;
 }
 
+/* slob-seg's: it links every object of a new slab. */
+int slub_cache_init(struct kmem_cache *s)
+{
+    return cache_geometry(s, false);
+}
+
 /* SLUB's own: the shared geometry, then the thread sheaf's capacity (slob-seg
  * shares the geometry and has no sheaves). */
 static int slub_cache_init_sheaves(struct kmem_cache *s)
 {
-    if (slub_cache_init(s))
+    if (cache_geometry(s, kslab_percpu))
         return -1;
     if (kslab_debugged(s))
         return 0;       /* no sheaves: every alloc and free goes through the checks */
