@@ -922,9 +922,18 @@ static noinline void kfence_free_bulk(struct kmem_cache *want, size_t size, void
         }
 }
 
+/* KFENCE's objects of a bulk free: the per-CPU mode's bulk free meets them
+ * where a pointer is not in an arena (kslab_pcpu_free_bulk); the
+ * back-ends' bulk frees, which expect slab objects, get them cleared
+ * first. */
+static inline bool kfence_pass(void)
+{
+    return unlikely(kslab_kfence_interval) && !(kslab_percpu && kslab_be->cpu_drain);
+}
+
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 {
-    if (unlikely(kslab_kfence_interval))
+    if (kfence_pass())
         kfence_free_bulk(s, size, p);
     if (s && unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_free_bulk", s);
@@ -938,7 +947,7 @@ void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 
 void kfree_bulk(size_t size, void **p)
 {
-    if (unlikely(kslab_kfence_interval))
+    if (kfence_pass())
         kfence_free_bulk(NULL, size, p);
     if (unlikely(kslab_init_on_free))
         init_on_free_bulk(NULL, size, p);
