@@ -416,9 +416,14 @@ static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint3
  *    never full, never frozen by a free, and stays on the partial list;
  *  - a slab that is frozen (per-thread mode's cpu slab or cpu partial list)
  *    is carved whole first (freeze_slab): frozen slabs are always whole;
- *  - a free of an uncarved object (never handed out) carries no free tag
- *    (uncarved memory holds none: a tag lives only in an object in a sheaf,
- *    which pins its slab), so the pop or drain that meets it reports it.
+ *  - a free of a pointer into the uncarved part (an object start never
+ *    handed out) is not caught in the default mode: the push writes its
+ *    free tag like any other's, and once handed out it would be handed out
+ *    again when its part is carved.  It is the bad free README's
+ *    double-free table already names (a free of an object that is free on
+ *    its slab, caught only if it is the freelist's head or the count goes
+ *    below zero); catching it on the push would read the slab descriptor,
+ *    the load kfree's map exists to avoid.  KSLAB_DEBUG caches never carve.
  * The kernel API's caches with constructors, debugged caches and the
  * per-thread mode link every object when the slab is made, as before.
  */
