@@ -519,6 +519,34 @@ static int debug_case(void)
     return check_done();
 }
 
+/* malloc's classes up to 1 KiB have 32 KiB slabs where SLUB carves them
+ * lazily (the per-CPU mode), the kernel's geometry elsewhere (slob-seg,
+ * SLAB, the per-thread mode): slabinfo's <pagesperslab> of malloc-208. */
+static void test_small_class_slabs(void)
+{
+    const char *(*allocator)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT,
+                                                                  "kslab_allocator_name");
+    const char *(*mode)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "kslab_cpu_mode");
+    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
+    CHECK(allocator && mode && slabinfo);
+    if (!allocator || !mode || !slabinfo || strcmp(allocator(), "slob") == 0)
+        return;                         /* SLOB has no classes of its own */
+    void *p = vmalloc_(200);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    slabinfo(f);
+    fclose(f);
+    const char *row = strstr(text, "\nmalloc-208 ");
+    unsigned objs = 0, pages = 0;
+    CHECK(row && sscanf(row, " malloc-208 %*u %*u %*u %u %u", &objs, &pages) == 2);
+    bool carved = strcmp(allocator(), "slub") == 0 && strcmp(mode(), "percpu") == 0;
+    CHECK_EQ(pages, carved ? 8 : 1);
+    CHECK_EQ(objs, carved ? 157 : 19);
+    free(text);
+    free(p);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "debug") == 0)
@@ -531,6 +559,7 @@ int main(int argc, char **argv)
     test_aligned_edges();
     test_classes_large();
     test_exact_classes();
+    test_small_class_slabs();
     CHECK_DEATH(usable_interior, NULL, "ksize(", "inside object");
     CHECK_DEATH(realloc_interior, NULL, "ksize(", "inside object");
     test_threads_fork_dlopen();
