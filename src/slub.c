@@ -192,21 +192,25 @@ static unsigned least_waste_order(unsigned size, unsigned fraction, unsigned max
  * malloc-131072 order 7 with 4.
  */
 /*
- * malloc's classes up to 1 KiB: slabs of at least 32 KiB (order 3), where
- * the kernel's rule gives 4 KiB to 16 KiB.  A program that walks its
- * objects in the order it allocated them (python3's cyclic collector does,
- * over every container) walks each slab's objects at one stride, which
- * the hardware prefetcher follows; every slab boundary breaks the stride
- * (the gap at a slab's end, the next slab elsewhere) and costs a miss.
- * A walk of 400 000 208-byte objects in address order took 31 ns a node
- * with slabs of 4 KiB, 18 with 32 KiB (glibc, whose chunks are contiguous,
- * 15); python3's collector 143 against 133 ms (gc.collect() over
- * alloc_heavy.py's objects, best of 15).  Lazy carving keeps the memory
- * of small slabs: sqlite3's peak RSS stayed 29.6 MB.  The kernel API's
- * kmalloc caches keep the kernel's geometry (the probes and seeds depend
- * on it).
+ * malloc's classes up to 1 KiB: slabs of at least 64 KiB (order 4, as
+ * mimalloc's small pages), where the kernel's rule gives 4 KiB to 16 KiB.
+ * A program that walks its objects in the order it allocated them
+ * (python3's cyclic collector does, over every container) walks each
+ * slab's objects at one stride, which the hardware prefetcher follows;
+ * every slab boundary breaks the stride (the gap at a slab's end, the next
+ * slab elsewhere) and costs a miss.  A walk of 400 000 208-byte objects in
+ * address order took 31 ns a node with slabs of 4 KiB, 18-20 with 32 KiB,
+ * 16-20 with 64 KiB (glibc, whose chunks are contiguous, 15); python3's
+ * collector 143-152 ms with 4 KiB, 131-140 with 32 KiB, 129-134 with
+ * 64 KiB (gc.collect() over alloc_heavy.py's objects, best of 15; mimalloc
+ * 115-121), and the whole alloc_heavy.py 1688 ms with 32 KiB, 1614 and
+ * 1672 with 64 KiB in two series (task-clock medians of 15; mimalloc 1533,
+ * 1553).  Lazy carving keeps the memory of small slabs: sqlite3's peak RSS
+ * 29.6 MB with 4 or 32 KiB, 29.7 with 64 KiB, python3's 104.8 and 105.3.
+ * The kernel API's kmalloc caches keep the kernel's geometry (the probes
+ * and seeds depend on it).
  */
-#define MALLOC_SMALL_ORDER 3
+#define MALLOC_SMALL_ORDER 4
 
 static unsigned slub_malloc_order(unsigned size)
 {
@@ -269,7 +273,7 @@ static int cache_geometry(struct kmem_cache *s, bool carved)
      * (sqlite3's peak RSS: -0.5 MB for the big classes' slabs of 64 KiB ..
      * 1 MiB, one idle empty slab in each of several; -130 KB more for the
      * classes from 1 KiB to 8 KiB).  Those up to 1 KiB, whose slabs are
-     * 32 KiB (MALLOC_SMALL_ORDER), keep one, not 5 (5 of 32 KiB are ten
+     * big (MALLOC_SMALL_ORDER), keep one, not 5 (5 of 32 KiB were ten
      * times the 4 KiB slabs' 20 KiB; sqlite3's peak RSS 29.6 -> 29.5 MB).
      * The kernel API's kmalloc caches keep the kernel's rule. */
     unsigned lg = 0;
@@ -399,10 +403,10 @@ static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint3
  * A slab of several pages that the per-CPU mode's refill creates links only
  * its first CARVE_BYTES of objects; the rest are linked a part at a time as
  * the refill needs them.  Linking writes a word into every object, so an
- * eagerly linked 32 KiB slab is resident as soon as it exists, however few
+ * eagerly linked 64 KiB slab is resident as soon as it exists, however few
  * of its objects a program uses; carved, only what was handed out (and the
  * part after it) is.  That is what lets malloc's small classes have
- * 32 KiB slabs (slub_cache_init) at the memory of 4 KiB ones.
+ * 64 KiB slabs (cache_geometry) at about the memory of 4 KiB ones.
  *
  * The counters' `objects` is the number linked so far (the carved part,
  * objects 0..objects-1, whole windows of kslab_shuffle); inuse counts only

@@ -519,7 +519,7 @@ static int debug_case(void)
     return check_done();
 }
 
-/* malloc's classes up to 1 KiB have 32 KiB slabs where SLUB carves them
+/* malloc's classes up to 1 KiB have 64 KiB slabs where SLUB carves them
  * lazily (the per-CPU mode), the kernel's geometry elsewhere (slob-seg,
  * SLAB, the per-thread mode): slabinfo's <pagesperslab> of malloc-208. */
 static void test_small_class_slabs(void)
@@ -541,8 +541,8 @@ static void test_small_class_slabs(void)
     unsigned objs = 0, pages = 0;
     CHECK(row && sscanf(row, " malloc-208 %*u %*u %*u %u %u", &objs, &pages) == 2);
     bool carved = strcmp(allocator(), "slub") == 0 && strcmp(mode(), "percpu") == 0;
-    CHECK_EQ(pages, carved ? 8 : 1);
-    CHECK_EQ(objs, carved ? 157 : 19);
+    CHECK_EQ(pages, carved ? 16 : 1);
+    CHECK_EQ(objs, carved ? 315 : 19);
     free(text);
     free(p);
 }
