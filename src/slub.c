@@ -380,6 +380,20 @@ static bool may_discard(struct kmem_cache *s)
 
 /* ---- slabs ---------------------------------------------------------------- */
 
+/* The last object of the non-empty freelist head (of one slab), *cnt its
+ * length; bounded by the slab's object count, so a loop is reported, never
+ * followed. */
+static void *freelist_tail(struct kmem_cache *s, void *head, unsigned *cnt)
+{
+    void *tail = head;
+    unsigned n = 1;
+    for (void *p; (p = get_freepointer(s, tail)); tail = p, n++)
+        if (unlikely(n == s->objects))
+            kslab_freelist_loop(s, (void *)((uintptr_t)head & s->slab_mask));
+    *cnt = n;
+    return tail;
+}
+
 /* Objects from..to-1 of a slab linked into a list in kslab_shuffle's order
  * (slab_common.c), ending in NULL; returns the head, *tail the last. */
 static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint32_t to,
@@ -467,16 +481,8 @@ static void carve(struct kmem_cache *s, struct slab *slab, uint32_t to)
         union slab_counters old = slab_counters(slab), new = old;
         new.objects = (uint16_t)to;
         if (fl && !appended) {
-            void *last = fl;
-            for (uint32_t n = 0;; n++) {
-                void *next = get_freepointer(s, last);
-                if (!next)
-                    break;
-                if (unlikely(n == s->objects))  /* bounded: a loop is reported */
-                    kslab_freelist_loop(s, slab_address(slab));
-                last = next;
-            }
-            set_freepointer(s, last, head);
+            unsigned n;
+            set_freepointer(s, freelist_tail(s, fl, &n), head);
             appended = true;
         }
         if (cmpxchg_double_slab(slab, fl, old.word, fl ? fl : head, new.word))
@@ -617,12 +623,8 @@ static void deactivate_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc
 {
     void *tail = NULL;
     unsigned cnt = 0;
-    for (void *p = freelist; p; p = get_freepointer(s, p)) {
-        if (unlikely(cnt == s->objects))        /* bounded: a loop is reported, never followed */
-            kslab_freelist_loop(s, (void *)((uintptr_t)freelist & s->slab_mask));
-        tail = p;
-        cnt++;
-    }
+    if (freelist)
+        tail = freelist_tail(s, freelist, &cnt);
     kslab_lock(&s->list_lock);
     struct slab *discard = unfreeze_locked(s, cc, slab, freelist, tail, cnt);
     kslab_unlock(&s->list_lock);
