@@ -922,39 +922,35 @@ static noinline void kfence_free_bulk(struct kmem_cache *want, size_t size, void
         }
 }
 
-/* KFENCE's objects of a bulk free: the per-CPU mode's bulk free meets them
- * where a pointer is not in an arena (kslab_pcpu_free_bulk); the
- * back-ends' bulk frees, which expect slab objects, get them cleared
- * first. */
-static inline bool kfence_pass(void)
+/* Both bulk frees, once the cache is checked and init_on_free done: the
+ * per-CPU mode's bulk free meets KFENCE's objects where a pointer is not in
+ * an arena (kslab_pcpu_free_bulk); the back-ends' bulk frees, which expect
+ * slab objects, get them freed and cleared first. */
+static void free_bulk(struct kmem_cache *want, size_t size, void **p)
 {
-    return unlikely(kslab_kfence_interval) && !(kslab_percpu && kslab_be->cpu_drain);
+    if (kslab_percpu && kslab_be->cpu_drain) {  /* no init check: an object implies it */
+        kslab_pcpu_free_bulk(want, size, p);
+        return;
+    }
+    if (unlikely(kslab_kfence_interval))
+        kfence_free_bulk(want, size, p);
+    kslab_be->free_bulk(want, size, p);
 }
 
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t size, void **p)
 {
-    if (kfence_pass())
-        kfence_free_bulk(s, size, p);
     if (s && unlikely(s->magic != CACHE_LIVE))
         kslab_check_cache("kmem_cache_free_bulk", s);
     if (unlikely(kslab_init_on_free))
         init_on_free_bulk(s, size, p);
-    if (kslab_percpu && kslab_be->cpu_drain)   /* no init check: an object implies it */
-        kslab_pcpu_free_bulk(s, size, p);
-    else
-        kslab_be->free_bulk(s, size, p);
+    free_bulk(s, size, p);
 }
 
 void kfree_bulk(size_t size, void **p)
 {
-    if (kfence_pass())
-        kfence_free_bulk(NULL, size, p);
     if (unlikely(kslab_init_on_free))
         init_on_free_bulk(NULL, size, p);
-    if (kslab_percpu && kslab_be->cpu_drain)
-        kslab_pcpu_free_bulk(NULL, size, p);
-    else
-        kslab_be->free_bulk(NULL, size, p);
+    free_bulk(NULL, size, p);
 }
 
 /* A block that is no slab object: a large block in an arena (its pages
