@@ -262,8 +262,9 @@ static int cache_geometry(struct kmem_cache *s, bool carved)
                      : big_malloc ? slub_malloc_order(s->size)
                                   : slub_calculate_order(s->size);
     bool malloc_class = (s->flags & SLAB_KSLAB_EXACT) || kslab_malloc_class_of(s) < MALLOC_CLASSES;
-    if (carved && kslab_malloc_class_of(s) < MALLOC_CLASSES && s->size <= 1024 &&
-        order < MALLOC_SMALL_ORDER && !kslab_debugged(s))
+    bool big_small_slabs = carved && kslab_malloc_class_of(s) < MALLOC_CLASSES &&
+                           s->size <= 1024 && order < MALLOC_SMALL_ORDER && !kslab_debugged(s);
+    if (big_small_slabs)
         order = MALLOC_SMALL_ORDER;
     kslab_set_geometry(s, order, (unsigned)((PAGE_SIZE << order) / s->size));
     /* min_partial as set_min_partial(): ilog2(size) / 2 within [5, 10].
@@ -282,7 +283,7 @@ static int cache_geometry(struct kmem_cache *s, bool carved)
     slub_c(s)->min_partial = lg / 2 < 5 ? 5 : lg / 2 > 10 ? 10 : lg / 2;
     if (malloc_class && s->size > 1024)
         slub_c(s)->min_partial = 0;
-    else if (malloc_class && order >= 3)
+    else if (big_small_slabs)
         slub_c(s)->min_partial = 1;
     /* cpu partial limit as set_cpu_partial(), converted from objects to slabs. */
     unsigned nr_objects = s->size >= PAGE_SIZE ? 6 : s->size >= 1024 ? 24 : s->size >= 256 ? 52 : 120;
