@@ -231,7 +231,9 @@ unsigned kslab_malloc_class_size(unsigned i)
  * dependent loads, size to object, is the table, the cache's per-CPU base,
  * the sheaf's header, its slot: in python3 each of them showed in the
  * profile as a stall). */
-#define MSC(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_CLASS(n)]
+/* malloc's cache for n bytes, an address constant (both tables below) */
+#define MALLOC_CACHE(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_CLASS(n)]
+#define MSC(n) MALLOC_CACHE(n)
 #define MS4(k) MSC(16 * (k) + 16), MSC(16 * (k) + 32), MSC(16 * (k) + 48), MSC(16 * (k) + 64)
 #define MS16(k) MS4(k), MS4(k + 4), MS4(k + 8), MS4(k + 12)
 static struct kmem_cache *const malloc_small_cache[64] = {
@@ -249,7 +251,7 @@ static struct kmem_cache *const malloc_small_cache[64] = {
  * buckets wholly at or under its size name the exact cache, and the bucket
  * its size falls inside names the class with bit 0 set (the split's limit
  * decides there).  Entries up to 1 KiB are unused. */
-#define MMC(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_CLASS(n)]
+#define MMC(n) MALLOC_CACHE(n)
 #define MM4(k) MMC(128 * (k) + 128), MMC(128 * (k) + 256), MMC(128 * (k) + 384), \
     MMC(128 * (k) + 512)
 #define MM16(k) MM4(k), MM4(k + 4), MM4(k + 8), MM4(k + 12)
@@ -260,6 +262,7 @@ static struct kmem_cache *_Atomic malloc_mid_cache[MALLOC_MAX_CACHE_SIZE / 128] 
 };
 _Static_assert(MALLOC_MAX_CACHE_SIZE / 128 == 1024, "the table above has 1024 entries");
 #undef MMC
+#undef MALLOC_CACHE
 #undef MM256
 #undef MM64
 #undef MM16

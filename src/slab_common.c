@@ -77,7 +77,7 @@ uint64_t kslab_random64(void)
 unsigned kslab_random_window = 8;
 static unsigned long kslab_random_span = 4096;
 
-static unsigned shuffle_window(const struct kmem_cache *s)
+unsigned kslab_shuffle_window(const struct kmem_cache *s)
 {
     if (!kslab_hardened || kslab_debugged(s) || kslab_random_window < 2)
         return 1;
@@ -109,14 +109,9 @@ void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, u
                          uint32_t to)
 {
     it->n = to;
-    it->w = shuffle_window(s);
+    it->w = kslab_shuffle_window(s);
     it->w0 = from;
     it->i = it->m = 0;
-}
-
-unsigned kslab_shuffle_window(const struct kmem_cache *s)
-{
-    return shuffle_window(s);
 }
 
 void kslab_shuffle_window_next(struct kslab_shuffle *it)

@@ -408,6 +408,7 @@ static inline void kslab_shuffle_start(struct kslab_shuffle *it, const struct km
 {
     kslab_shuffle_range(it, s, 0, n);
 }
+/* Objects per shuffled window of s's new slabs (1: address order). */
 unsigned kslab_shuffle_window(const struct kmem_cache *s);
 void kslab_shuffle_window_next(struct kslab_shuffle *it);
 /* inline: a new slab links every object through it (a call each cost
