@@ -103,18 +103,23 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
     if (!object_start(s, first, x) || !s->pcpu_cap)
         return false;
     pcpu_tag_set(s, x);
-    /* A second looked-up kfree in a row into the same slab arms the guess
+    /* KFREE_GUESS_RUN looked-up kfrees in a row into one slab arm the guess
      * (percpu.h, rule 7): the push leaves x's slab as the CPU's hint for s,
-     * and the next kfree tries s first.  Any other records x's slab (its
-     * first object: bit 0 clear, never equal to an armed guess), which
-     * also disarms a guess that just missed: frees of random sizes, or of
-     * one size in no slab order (a server replacing old objects), pay no
-     * guess attempt and no hint stores.  acquire: the generation before
-     * the map entry it vouches for. */
-    if (kslab_kfree_guess != first) {
+     * and the next kfree tries s first.  Until then the guess records x's
+     * slab (its first object, 8-aligned) with the run's length so far in
+     * bits 1-2, and bit 0 clear: never equal to an armed guess.  A lookup
+     * into another slab starts the run again, which also disarms a guess
+     * that just missed.  The run is counted without a branch: frees that
+     * alternate at random between a few slabs (a server replacing random
+     * old objects of one size) made "same slab as the last one" a coin
+     * toss, and its mispredictions cost more than the guess saved.
+     * acquire: the generation before the map entry it vouches for. */
+    uintptr_t g = kslab_kfree_guess;
+    uintptr_t run = (g ^ first) <= KFREE_GUESS_LEN ? g + 2 : first;
+    if (likely((run & KFREE_GUESS_LEN) < 2 * (KFREE_GUESS_RUN - 1))) {
         if (!pcpu_push(s, x))
             return false;
-        kslab_kfree_guess = first;          /* recorded, not armed */
+        kslab_kfree_guess = run;            /* recorded, not armed */
         return true;
     }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);

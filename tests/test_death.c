@@ -45,15 +45,24 @@ static void released_slab(const char *xn, const char *yn, bool by_kfree)
     struct kmem_cache *y = kmem_cache_create(yn, 256, 0, SLAB_NO_MERGE, NULL);
     warm(x);
     warm(y);
-    char *p0 = kmem_cache_alloc(x, GFP_KERNEL), *p = kmem_cache_alloc(x, GFP_KERNEL);
+    char *o[16];
+    for (int i = 0; i < 16; i++)
+        o[i] = kmem_cache_alloc(x, GFP_KERNEL);
+    char *p = o[15];
     uintptr_t base = (uintptr_t)p & ~(uintptr_t)4095;
-    if (by_kfree) {
-        kfree(p0);                  /* a second lookup of x arms the guess: */
-        kfree(p);                   /* the guess: x; the hint: p's slab */
-    } else {
-        kmem_cache_free(x, p0);
-        kmem_cache_free(x, p);      /* the hint: p's slab */
-    }
+    for (int i = 0; i < 15; i++)    /* those of other slabs first */
+        if (((uintptr_t)o[i] & ~(uintptr_t)4095) != base)
+            kmem_cache_free(x, o[i]);
+    /* then p's slab's, p last: by kfree, a run of lookups into p's slab
+     * (4, KFREE_GUESS_RUN) arms the guess; the guess: x, the hint: p's
+     * slab.  By kmem_cache_free, the hint: p's slab. */
+    for (int i = 0; i < 16; i++)
+        if (((uintptr_t)o[i] & ~(uintptr_t)4095) == base) {
+            if (by_kfree)
+                kfree(o[i]);
+            else
+                kmem_cache_free(x, o[i]);
+        }
     kmem_cache_shrink(x);           /* the slab goes back to the page allocator */
     for (int i = 0; i < 100000; i++) {
         char *q = kmem_cache_alloc(y, GFP_KERNEL);
