@@ -98,11 +98,11 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
                                                              uint32_t colour, void *x)
 {
     uintptr_t first = ((uintptr_t)x & s->slab_mask) + colour;
-    /* x an object of s; a cache without sheaves (debugged, slob-seg) is
-     * its back-end's, and x's tag word its own (percpu.h, rule 8) */
-    if (!object_start(s, first, x) || !s->pcpu_cap)
+    /* x an object of s.  A cache without sheaves (debugged, slob-seg) is
+     * its back-end's, and x's tag word its own (percpu.h, rule 8): its
+     * sheaves' cap is 0, so the push misses before it writes the tag. */
+    if (!object_start(s, first, x))
         return false;
-    pcpu_tag_set(s, x);
     /* KFREE_GUESS_RUN looked-up kfrees in a row into one slab arm the guess
      * (percpu.h, rule 7): the push leaves x's slab as the CPU's hint for s,
      * and the next kfree tries s first.  Until then the guess records x's
@@ -117,10 +117,11 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
     uintptr_t g = kslab_kfree_guess;
     uintptr_t run = (g ^ first) <= KFREE_GUESS_LEN ? g + 2 : first;
     if (likely((run & KFREE_GUESS_LEN) < 2 * (KFREE_GUESS_RUN - 1))) {
-        if (!pcpu_push(s, x))
-            return false;
-        kslab_kfree_guess = run;            /* recorded, not armed */
-        return true;
+        /* recorded, not armed, whether the push takes x or not: a record
+         * vouches for nothing, and stored first it frees two registers
+         * for the section (kfree then saves none) */
+        kslab_kfree_guess = run;
+        return pcpu_push(s, x);
     }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
     if (!pcpu_push_hint(s, x, first, gen))

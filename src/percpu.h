@@ -252,7 +252,7 @@ void __tsan_release(void *addr);
  * (free a, free b, free a); then x into objs[count] and the commit.  The
  * free tag (rule 8) catches every double free the compares miss, when the
  * object would be handed out again; it is written by PCPU_PUSH_TAG inside
- * the hinted section, by the callers in C before the others.  Each
+ * each push's section, once x is sure to enter the sheaf.  Each
  * compare costs a pair about 0.1 ns (2 instructions). */
 #define PCPU_PUSH_ROOM(miss)                                                  \
     "cmpl " PCPU_STR(PCPU_CAP_OFF) "(%[e]), %k[t]\n\t"                        \
@@ -316,21 +316,28 @@ static inline void *pcpu_pop(struct kmem_cache *s)
     return pcpu_pop_at(s, kslab_rseq_off);
 }
 
-/* Push x (already validated, its tag written) onto the current CPU's
- * sheaf; false if it is full or draining, or if x is its top (an
+/* Push x (already validated) onto the current CPU's sheaf, writing its
+ * tag (rule 8) in the section, once x is sure to enter it: a cache
+ * without sheaves (cap 0) misses before, and its objects' words stay the
+ * back-end's.  false if it is full or draining, or if x is its top (an
  * immediate double free: the slow path reports it). */
 static inline bool pcpu_push(struct kmem_cache *s, void *x)
 {
-    uintptr_t e, w, t;
-    struct pcpu_sheaf *base = pcpu_base(s);
-    pcpu_tsan_release(base);        /* before the commit that publishes x */
+    uintptr_t e, w, t, v, a;
+#ifdef KSLAB_PCPU_TSAN
+    pcpu_tsan_release(pcpu_base(s));    /* before the commit that publishes x */
+#endif
+    /* base as a memory operand (x86: a plain load is the acquire
+     * pcpu_base gives): one register fewer, so kfree saves none */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
                  PCPU_PUSH_NOT_TOP("%l[miss]")
+                 PCPU_PUSH_TAG
                  PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
-                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
-                 : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x)
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v), [a] "=&r"(a)
+                 : [off] "r"(kslab_rseq_off), [base] "m"(s->pcpu), [x] "r"(x),
+                   [key] "m"(kslab_tag_key), [toff] "m"(s->offset)
                  : "memory", "cc"
                  : miss);
     return true;
@@ -343,19 +350,22 @@ miss:
 static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_start,
                                   uint64_t hint_gen)
 {
-    uintptr_t e, w, t;
-    struct pcpu_sheaf *base = pcpu_base(s);
-    pcpu_tsan_release(base);
+    uintptr_t e, w, t, v, a;
+#ifdef KSLAB_PCPU_TSAN
+    pcpu_tsan_release(pcpu_base(s));
+#endif
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
                  PCPU_PUSH_NOT_TOP("%l[miss]")
                  "movq %[hs], " PCPU_STR(PCPU_HINT_OFF) "(%[e])\n\t"   /* start, then gen */
                  "movq %[hg], " PCPU_STR(PCPU_GEN_OFF) "(%[e])\n\t"
+                 PCPU_PUSH_TAG
                  PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
-                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t)
-                 : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
-                   [hs] "r"(hint_start), [hg] "r"(hint_gen)
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v), [a] "=&r"(a)
+                 : [off] "r"(kslab_rseq_off), [base] "m"(s->pcpu), [x] "r"(x),
+                   [hs] "r"(hint_start), [hg] "r"(hint_gen),
+                   [key] "m"(kslab_tag_key), [toff] "m"(s->offset)
                  : "memory", "cc"
                  : miss);
     return true;
@@ -415,7 +425,6 @@ check:;
     struct slab *slab;
     if (!in_arena(x) || !(slab = kslab_slab_find(s, x)) || slab_freelist(slab) == x)
         return false;
-    pcpu_tag_set(s, x);             /* rule 8 */
     return pcpu_push_hint(s, x, ((uintptr_t)x & s->slab_mask) + slab->pg_colour, gen);
 miss:
     return false;
