@@ -107,7 +107,10 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
      * (percpu.h, rule 7): the push leaves x's slab as the CPU's hint for s,
      * and the next kfree tries s first.  Until then the guess records x's
      * slab (its first object, 8-aligned) with the run's length so far in
-     * bits 1-2, and bit 0 clear: never equal to an armed guess.  A lookup
+     * bits 1-2, and bit 0 clear.  An armed guess (bit 0 set) never counts
+     * as a run, even where the cache's struct is the first object of x's
+     * slab (a kfree of a kmem_cache struct: garbage in, but never a guess
+     * of a cache at an odd address).  A lookup
      * into another slab starts the run again, which also disarms a guess
      * that just missed.  The run is counted without a branch: frees that
      * alternate at random between a few slabs (a server replacing random
@@ -115,7 +118,7 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
      * toss, and its mispredictions cost more than the guess saved.
      * acquire: the generation before the map entry it vouches for. */
     uintptr_t g = kslab_kfree_guess;
-    uintptr_t run = (g ^ first) <= KFREE_GUESS_LEN ? g + 2 : first;
+    uintptr_t run = (g ^ first) & ~KFREE_GUESS_LEN ? first : g + 2;
     if (likely((run & KFREE_GUESS_LEN) < 2 * (KFREE_GUESS_RUN - 1))) {
         /* recorded, not armed, whether the push takes x or not: a record
          * vouches for nothing, and stored first it frees two registers

@@ -245,7 +245,7 @@ extern __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial
  * into one slab arm it; the run's length is kept in the guess's bits 1-2
  * (KFREE_GUESS_LEN), so at most 4. */
 #define KFREE_GUESS_RUN 4
-#define KFREE_GUESS_LEN ((uintptr_t)7)
+#define KFREE_GUESS_LEN ((uintptr_t)6)
 extern __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 extern struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES];
 static inline bool thread_is_real(const struct kslab_thread *t)
