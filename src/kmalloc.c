@@ -110,9 +110,8 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
      * bits 1-2, and bit 0 clear.  An armed guess (bit 0 set) never counts
      * as a run, even where the cache's struct is the first object of x's
      * slab (a kfree of a kmem_cache struct: garbage in, but never a guess
-     * of a cache at an odd address).  A lookup
-     * into another slab starts the run again, which also disarms a guess
-     * that just missed.  The run is counted without a branch: frees that
+     * of a cache at an odd address).  A lookup into another slab starts
+     * the run again, which also disarms a guess that just missed.  The run is counted without a branch: frees that
      * alternate at random between a few slabs (a server replacing random
      * old objects of one size) made "same slab as the last one" a coin
      * toss, and its mispredictions cost more than the guess saved.
@@ -1033,7 +1032,7 @@ static noinline void kfree_unmapped(const void *x)
 
 /* kfree's guess (per-CPU mode; percpu.h, rule 7): armed, the cache of the
  * thread's last looked-up kfree | 1; else the first object of the slab that
- * kfree was into.  Never cleared: it may name a dead cache, which only
+ * kfree was into, with the run's length (slab_common.h).  Never cleared: it may name a dead cache, which only
  * misses, or a slab given back, which only fails to arm it. */
 __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 
