@@ -116,13 +116,14 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
      * old objects of one size) made "same slab as the last one" a coin
      * toss, and its mispredictions cost more than the guess saved.
      * acquire: the generation before the map entry it vouches for. */
-    uintptr_t g = kslab_kfree_guess;
-    uintptr_t run = (g ^ first) & ~KFREE_GUESS_LEN ? first : g + 2;
-    if (likely((run & KFREE_GUESS_LEN) < 2 * (KFREE_GUESS_RUN - 1))) {
+    uintptr_t g = kslab_kfree_guess, d = g ^ first;
+    /* d: the run so far (0, 2, 4) if g records x's slab; anything else
+     * otherwise (an armed g is odd, first even) */
+    if (likely(d != 2 * (KFREE_GUESS_RUN - 2))) {
         /* recorded, not armed, whether the push takes x or not: a record
          * vouches for nothing, and stored first it frees two registers
          * for the section (kfree then saves none) */
-        kslab_kfree_guess = run;
+        kslab_kfree_guess = d & ~KFREE_GUESS_LEN ? first : g + 2;
         return pcpu_push(s, x);
     }
     uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
