@@ -214,8 +214,10 @@ void __tsan_release(void *addr);
 #define pcpu_tsan_acquire(e) __tsan_acquire(e)
 #define pcpu_tsan_release(e) __tsan_release(e)
 #else
-#define pcpu_tsan_acquire(e) ((void)(e))
-#define pcpu_tsan_release(e) ((void)(e))
+/* not evaluated: an argument such as pcpu_base(s), an atomic load, costs
+ * nothing where TSan is not watching */
+#define pcpu_tsan_acquire(e) ((void)sizeof(e))
+#define pcpu_tsan_release(e) ((void)sizeof(e))
 #endif
 
 /* The section's descriptor (struct rseq_cs: version, flags, start_ip,
@@ -324,9 +326,7 @@ static inline void *pcpu_pop(struct kmem_cache *s)
 static inline bool pcpu_push(struct kmem_cache *s, void *x)
 {
     uintptr_t e, w, t, v, a;
-#ifdef KSLAB_PCPU_TSAN
     pcpu_tsan_release(pcpu_base(s));    /* before the commit that publishes x */
-#endif
     /* base as a memory operand (x86: a plain load is the acquire
      * pcpu_base gives): one register fewer, so kfree saves none */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
@@ -351,9 +351,7 @@ static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_
                                   uint64_t hint_gen)
 {
     uintptr_t e, w, t, v, a;
-#ifdef KSLAB_PCPU_TSAN
     pcpu_tsan_release(pcpu_base(s));
-#endif
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
                  PCPU_PUSH_NOT_TOP("%l[miss]")
@@ -413,9 +411,7 @@ miss:
  * not an object of s -- the slow path decides and reports. */
 static inline __attribute__((always_inline)) bool pcpu_free_fast(struct kmem_cache *s, void *x)
 {
-#ifdef KSLAB_PCPU_TSAN
     pcpu_tsan_release(pcpu_base(s));    /* before the commit that publishes x */
-#endif
     PCPU_PUSH_HINTED(s, x, check, miss);
     return true;
 check:;
@@ -436,9 +432,7 @@ miss:
  * once the hint has vouched for it: any value is safe, NULL included. */
 static inline __attribute__((always_inline)) bool pcpu_free_guess(struct kmem_cache *g, void *x)
 {
-#ifdef KSLAB_PCPU_TSAN
     pcpu_tsan_release(pcpu_base(g));
-#endif
     PCPU_PUSH_HINTED(g, x, unvouched, miss);
     return true;
 unvouched:
