@@ -111,10 +111,11 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
      * as a run, even where the cache's struct is the first object of x's
      * slab (a kfree of a kmem_cache struct: garbage in, but never a guess
      * of a cache at an odd address).  A lookup into another slab starts
-     * the run again, which also disarms a guess that just missed.  The run is counted without a branch: frees that
-     * alternate at random between a few slabs (a server replacing random
-     * old objects of one size) made "same slab as the last one" a coin
-     * toss, and its mispredictions cost more than the guess saved.
+     * the run again, which also disarms a guess that just missed.  The run
+     * is counted without a branch: frees that alternate at random between
+     * a few slabs (a server replacing random old objects of one size) made
+     * "same slab as the last one" a coin toss, and its mispredictions cost
+     * more than the guess saved.
      * acquire: the generation before the map entry it vouches for. */
     uintptr_t g = kslab_kfree_guess, d = g ^ first;
     /* d: the run so far (0, 2, 4) if g records x's slab; anything else
@@ -242,15 +243,14 @@ unsigned kslab_malloc_class_size(unsigned i)
  * profile as a stall). */
 /* malloc's cache for n bytes, an address constant (both tables below) */
 #define MALLOC_CACHE(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_CLASS(n)]
-#define MSC(n) MALLOC_CACHE(n)
-#define MS4(k) MSC(16 * (k) + 16), MSC(16 * (k) + 32), MSC(16 * (k) + 48), MSC(16 * (k) + 64)
+#define MS4(k) MALLOC_CACHE(16 * (k) + 16), MALLOC_CACHE(16 * (k) + 32), \
+    MALLOC_CACHE(16 * (k) + 48), MALLOC_CACHE(16 * (k) + 64)
 #define MS16(k) MS4(k), MS4(k + 4), MS4(k + 8), MS4(k + 12)
 static struct kmem_cache *const malloc_small_cache[64] = {
     MS16(0), MS16(16), MS16(32), MS16(48)
 };
 #undef MS16
 #undef MS4
-#undef MSC
 
 /* Above 1 KiB, where every class boundary is a multiple of 128, a table
  * with one entry per 128 bytes gives the cache itself: one load where the
@@ -260,9 +260,8 @@ static struct kmem_cache *const malloc_small_cache[64] = {
  * buckets wholly at or under its size name the exact cache, and the bucket
  * its size falls inside names the class with bit 0 set (the split's limit
  * decides there).  Entries up to 1 KiB are unused. */
-#define MMC(n) MALLOC_CACHE(n)
-#define MM4(k) MMC(128 * (k) + 128), MMC(128 * (k) + 256), MMC(128 * (k) + 384), \
-    MMC(128 * (k) + 512)
+#define MM4(k) MALLOC_CACHE(128 * (k) + 128), MALLOC_CACHE(128 * (k) + 256), \
+    MALLOC_CACHE(128 * (k) + 384), MALLOC_CACHE(128 * (k) + 512)
 #define MM16(k) MM4(k), MM4(k + 4), MM4(k + 8), MM4(k + 12)
 #define MM64(k) MM16(k), MM16(k + 16), MM16(k + 32), MM16(k + 48)
 #define MM256(k) MM64(k), MM64(k + 64), MM64(k + 128), MM64(k + 192)
@@ -270,7 +269,6 @@ static struct kmem_cache *_Atomic malloc_mid_cache[MALLOC_MAX_CACHE_SIZE / 128] 
     MM256(0), MM256(256), MM256(512), MM256(768)
 };
 _Static_assert(MALLOC_MAX_CACHE_SIZE / 128 == 1024, "the table above has 1024 entries");
-#undef MMC
 #undef MALLOC_CACHE
 #undef MM256
 #undef MM64
@@ -1033,8 +1031,9 @@ static noinline void kfree_unmapped(const void *x)
 
 /* kfree's guess (per-CPU mode; percpu.h, rule 7): armed, the cache of the
  * thread's last looked-up kfree | 1; else the first object of the slab that
- * kfree was into, with the run's length (slab_common.h).  Never cleared: it may name a dead cache, which only
- * misses, or a slab given back, which only fails to arm it. */
+ * kfree was into, with the run's length (slab_common.h).  Never cleared:
+ * it may name a dead cache, which only misses, or a slab given back, which
+ * only fails to arm it. */
 __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 
 /* The per-thread mode's looked-up kfree, apart: the per-CPU mode (the
