@@ -49,11 +49,21 @@ if command -v tmux >/dev/null; then
   [ "$(wc -l < "$T/screen")" -le 30 ] || fail "tmux: more lines than the window"
   tmux send-keys -t $sess n
   wait_for 5 screen "sort n" || fail "tmux: key n"
-  sed -n '/OBJS   ACTIVE/,$p' "$T/screen" | awk 'NR>1 && NF>=8 {print $NF}' > "$T/names"
-  LC_ALL=C sort -c "$T/names" 2>/dev/null || fail "tmux: rows not sorted by name"
+  by_name() {
+    screen "sort n" && sed -n '/OBJS   ACTIVE/,$p' "$T/screen" | awk 'NR>1 && NF>=8 {print $NF}' > "$T/names" &&
+      [ -s "$T/names" ] && LC_ALL=C sort -c "$T/names" 2>/dev/null
+  }
+  wait_for 5 by_name || fail "tmux: rows not sorted by name"
   tmux send-keys -t $sess c
   wait_for 5 screen "sort c" || fail "tmux: key c"
-  sed -n '/OBJS   ACTIVE/{n;p;}' "$T/screen" | grep -q "churn_cache\|watched_cache" || fail "tmux: sort c puts a big cache first"
+  # the first row under the header, once a frame sorted by c is on screen
+  # and the CACHE SIZE column (7th, "200K") never grows down the rows
+  first_big() {
+    screen "sort c" && sed -n '/OBJS   ACTIVE/{n;p;}' "$T/screen" | grep -q "churn_cache\|watched_cache" &&
+      sed -n '/OBJS   ACTIVE/,$p' "$T/screen" | awk 'NR>1 && NF>=8 {print $7+0}' > "$T/sizes" &&
+      sort -n -r -c "$T/sizes" 2>/dev/null
+  }
+  wait_for 5 first_big || fail "tmux: sort c puts a big cache first"
   tmux send-keys -t $sess q
   wait_for 5 sh -c "! tmux has-session -t $sess 2>/dev/null" || fail "tmux: q did not quit"
   sess=

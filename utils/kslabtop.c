@@ -175,6 +175,12 @@ int main(int argc, char **argv)
         return 1;
     struct pub_snap s = { 0 };
     int tty = !once && isatty(0) && isatty(1);
+    /* One frame, one write: a terminal's stdout is line-buffered, and a
+     * reader of the screen (a person, or tmux capture-pane) could otherwise
+     * see the new header above the old frame's rows. */
+    static char frame[1 << 16];
+    if (!once)
+        setvbuf(stdout, frame, _IOFBF, sizeof frame);
     if (tty && tcgetattr(0, &saved_tio) == 0) {
         struct termios t = saved_tio;
         t.c_lflag &= ~(unsigned)(ICANON | ECHO);
