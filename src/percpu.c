@@ -210,6 +210,17 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
 static struct kmem_cache pcpu_pages = { .name = "percpu", .pcpu = pcpu_none };
 static void *free_arrays;
 
+/* Arrays are carved a cache line more than a whole multiple of the stride
+ * apart, so the sheaves of different caches on one CPU fall in different
+ * cache sets.  Packed at 1 KiB, four to a page, every cache's CPU-0 sheaf
+ * header sat in one of 4 sets of the 64 an L1 has (8 ways): with the 60-odd
+ * malloc classes a random-size program uses, the headers evicted each
+ * other, and kfree's push and malloc's pop waited on L2 for them (cachegrind,
+ * random sizes 8-1000 B, 2048 live: the two sections missed L1 0.65 times a
+ * free+malloc step, coloured 0.14). */
+#define PCPU_COLOUR 64u
+#define PCPU_CHUNK (16u << 10)
+
 static size_t array_bytes(void)
 {
     return (size_t)nr_cpus << PCPU_SHIFT;
@@ -217,18 +228,26 @@ static size_t array_bytes(void)
 
 static struct pcpu_sheaf *array_alloc(void)
 {
-    size_t bytes = array_bytes();
+    static size_t carved;           /* arrays carved so far (under the lock) */
+    size_t bytes = array_bytes(), step = bytes + PCPU_COLOUR;
     if (!free_arrays) {
         unsigned order = 0;
-        while ((PAGE_SIZE << order) < bytes)
+        while ((PAGE_SIZE << order) < PAGE_SIZE + step || (PAGE_SIZE << order) < PCPU_CHUNK)
             order++;
         struct slab *p = pages_alloc(order, &pcpu_pages);
         if (!p)
             return NULL;
-        char *a = slab_address(p);
-        for (size_t off = 0; off + bytes <= (PAGE_SIZE << order); off += bytes) {
-            *(void **)(a + off) = free_arrays;
-            free_arrays = a + off;
+        /* each chunk goes on where the last one's colours stopped, as if
+         * all the arrays were carved from one run: the k-th array's
+         * header is in set k * step / 64 (mod the page), and step / 64
+         * is odd, so 64 arrays in a row cover all 64 sets */
+        size_t start = carved * step % PAGE_SIZE;
+        size_t n = ((PAGE_SIZE << order) - start) / step;
+        char *a = slab_address(p) + start;
+        carved += n;
+        while (n--) {               /* pushed last to first: handed out in order */
+            *(void **)(a + n * step) = free_arrays;
+            free_arrays = a + n * step;
         }
     }
     struct pcpu_sheaf *a = free_arrays;

@@ -5,6 +5,7 @@
 #include "check.h"
 #include "helpers.h"
 #include "slub.h"
+#include "percpu.h"
 
 static struct kmem_cache owner_a, owner_b;   /* opaque owners for the page layer */
 
@@ -491,6 +492,39 @@ static void test_zone(void)
     }
 }
 
+/* The sheaf arrays of different caches are a cache line apart modulo a
+ * page (percpu.c, PCPU_COLOUR), so one CPU's sheaf headers of many caches
+ * do not all fall in the same few L1 sets: packed 1 KiB apart, 64 caches'
+ * CPU-0 headers were in 4 sets of 64. */
+static void test_sheaf_colour(void)
+{
+    if (!kslab_percpu)
+        return;                         /* no sheaves (no rseq here) */
+    enum { N = 64 };
+    struct kmem_cache *c[N];
+    bool set[64] = { 0 };
+    unsigned sets = 0, made = 0;
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "colour-%d", i);
+        c[i] = kmem_cache_create(name, 64, 0, SLAB_NO_MERGE, NULL);
+        CHECK(c[i] != NULL);
+        for (int k = 0; k < 200; k++)   /* past slow start: its sheaves exist */
+            kmem_cache_free(c[i], kmem_cache_alloc(c[i], GFP_KERNEL));
+        struct pcpu_sheaf *b = pcpu_base(c[i]);
+        if (b == pcpu_none)
+            continue;
+        made++;
+        unsigned k = (unsigned)((uintptr_t)b % PAGE_SIZE / 64);
+        sets += !set[k];
+        set[k] = true;
+    }
+    CHECK_EQ(made, N);
+    CHECK(sets >= N / 2);
+    for (int i = 0; i < N; i++)
+        kmem_cache_destroy(c[i]);
+}
+
 int main(void)
 {
     kslab_allocator_name();   /* initialise */
@@ -507,5 +541,6 @@ int main(void)
     test_release_failures();
     test_obj_index();
     test_zone();
+    test_sheaf_colour();
     return check_done();
 }
