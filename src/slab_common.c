@@ -105,6 +105,34 @@ static void shuffle(uint8_t *idx, uint32_t m)
     }
 }
 
+/* Windows of up to 8 objects (the default's, and every window that the
+ * span bounds) take their order from a table of PERM8 permutations of
+ * 0..7 drawn when kslab starts (read_options), one picked by a random byte
+ * per window: the objects of a smaller window m in the order the table's
+ * entry lists 0..m-1 (the relative order of m of a uniformly random
+ * permutation's elements is a uniformly random permutation of them).  A
+ * window's order is one of 256, each equally likely, where the kernel's
+ * CONFIG_SLAB_FREELIST_RANDOM gives a whole slab one of `objects` orders
+ * (one precomputed sequence per cache, entered at a random place).
+ * With Fisher-Yates for every window, linking a fresh object took 45
+ * instructions; with the table, 27 (callgrind, python3 alloc_heavy.py
+ * 100000: carving's link_objects 32.4 M -> 19.1 M, the whole run 3 236 M
+ * -> 3 222 M). */
+#define PERM8 256
+static uint64_t perm8[PERM8];       /* byte k: the k-th index of the window */
+
+static void perm8_init(void)
+{
+    uint8_t idx[8];
+    for (unsigned e = 0; e < PERM8; e++) {
+        shuffle(idx, 8);
+        uint64_t v = 0;
+        for (unsigned k = 0; k < 8; k++)
+            v |= (uint64_t)idx[k] << (8 * k);
+        perm8[e] = v;
+    }
+}
+
 void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t from,
                          uint32_t to)
 {
@@ -112,14 +140,41 @@ void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, u
     it->w = kslab_shuffle_window(s);
     it->w0 = from;
     it->i = it->m = 0;
+    it->rbytes = 0;
 }
 
 void kslab_shuffle_window_next(struct kslab_shuffle *it)
 {
     it->w0 += it->m;
     it->m = it->n - it->w0 < it->w ? it->n - it->w0 : it->w;
-    shuffle(it->idx, it->m);
     it->i = 0;
+    if (it->m > 8) {
+        shuffle(it->idx, it->m);
+        return;
+    }
+    if (it->m < 2) {
+        it->idx[0] = 0;                 /* a window of one (or address order) */
+        return;
+    }
+    if (!it->rbytes) {
+        it->r = kslab_random64();
+        it->rbytes = 8;
+    }
+    uint64_t p = perm8[it->r & (PERM8 - 1)];
+    it->r >>= 8;
+    it->rbytes--;
+    if (it->m == 8) {                   /* the usual window: the entry itself */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        memcpy(it->idx, &p, 8);         /* byte k is the k-th index: one store */
+#else
+        for (unsigned k = 0; k < 8; k++)
+            it->idx[k] = (uint8_t)(p >> (8 * k));
+#endif
+        return;
+    }
+    for (unsigned k = 0, j = 0; k < 8; k++, p >>= 8)
+        if ((p & 0xff) < it->m)
+            it->idx[j++] = (uint8_t)p;
 }
 
 static void read_options(void)
@@ -130,6 +185,7 @@ static void read_options(void)
     kslab_random_window = w > RANDOM_WINDOW_MAX ? RANDOM_WINDOW_MAX : (unsigned)w;
     kslab_random_span = kslab_env_number("KSLAB_RANDOM_SPAN", kslab_random_span);
     atomic_store_explicit(&random_state, prim_random_seed(), memory_order_relaxed);
+    perm8_init();
     kslab_init_on_alloc = env_flag("KSLAB_INIT_ON_ALLOC");
     kslab_init_on_free = env_flag("KSLAB_INIT_ON_FREE");
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");

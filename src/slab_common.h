@@ -401,6 +401,8 @@ extern bool kslab_hardened;
 extern unsigned kslab_random_window;
 struct kslab_shuffle {
     uint32_t n, w, w0, i, m;        /* objects, window, this window's start, next, size */
+    uint32_t rbytes;                /* random bytes left in r */
+    uint64_t r;
     uint8_t idx[RANDOM_WINDOW_MAX]; /* this window's order */
 };
 /* Objects from..to-1 only (from a multiple of the window: SLUB's lazily

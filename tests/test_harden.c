@@ -110,9 +110,6 @@ static void loop_destroy(void *arg)
     exit(0);
 }
 
-/* Freelist randomization: a fresh cache's first 32 objects are not handed
- * out in address order (up or down, as the per-CPU sheaves reverse it);
- * in order, 31 of the 31 steps would be one object apart. */
 /* With randomization, a fresh cache's objects are not handed out in
  * address order: in windows of 8 shuffled uniformly, the next object is
  * the one after the last in memory about one time in 8 (63 of 63 in
@@ -134,6 +131,50 @@ static int ascending_steps(size_t size, int n)
     kmem_cache_destroy(c);
     return ascending;
 }
+/* Windows of 8 take their order from a table of 256 random permutations,
+ * one picked at random for each window (slab_common.c): over a fresh
+ * cache's first 512 objects, the windows' orders (each window's objects'
+ * places in it, in allocation order) are mostly different.  Were one order
+ * used for every window, only windows split between two sheaf refills
+ * would differ. */
+static void test_window_orders(void)
+{
+    enum { N = 512, W = 8, SZ = 64 };
+    struct kmem_cache *c = kmem_cache_create("harden_windows", SZ, 0, SLAB_NO_MERGE, NULL);
+    static char *p[N];
+    uintptr_t lo = UINTPTR_MAX;
+    for (int i = 0; i < N; i++) {
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        lo = (uintptr_t)p[i] < lo ? (uintptr_t)p[i] : lo;
+    }
+    /* window -> its objects' places (3 bits each) in allocation order */
+    static uint32_t order[N], members[N];
+    for (int i = 0; i < N; i++) {
+        uintptr_t k = ((uintptr_t)p[i] - lo) / SZ, w = k / W;
+        if (w < N) {
+            order[w] |= (uint32_t)(k % W) << (3 * members[w]);
+            members[w]++;
+        }
+    }
+    int whole = 0, distinct = 0;
+    for (int w = 0; w < N; w++) {
+        if (members[w] != W)
+            continue;
+        whole++;
+        bool seen = false;
+        for (int v = 0; v < w && !seen; v++)
+            seen = members[v] == W && order[v] == order[w];
+        distinct += !seen;
+    }
+    for (int i = 0; i < N; i++)
+        kmem_cache_free(c, p[i]);
+    kmem_cache_destroy(c);
+    if (distinct <= whole / 2)
+        fprintf(stderr, "%d whole windows, %d orders: windows share their order\n", whole, distinct);
+    CHECK(whole >= 16);
+    CHECK(distinct > whole / 2);
+}
+
 static void test_random_order(void)
 {
     enum { N = 64 };
@@ -161,6 +202,9 @@ int main(void)
      * has none) */
     if (strcmp(kslab_allocator_name(), "slob") != 0)
         test_random_order();
+    const char *win = getenv("KSLAB_RANDOM_WINDOW");
+    if (strcmp(kslab_allocator_name(), "slob") != 0 && (!win || strcmp(win, "8") == 0))
+        test_window_orders();
     if (!pointer_freelists())
         return check_done();
     CHECK_DEATH(overflow_attack, NULL, "freelist corrupted in cache harden64");
