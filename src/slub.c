@@ -416,8 +416,10 @@ static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint3
 /*
  * Lazily carved slabs (mimalloc extends a page's free list the same way).
  * A slab of several pages that the per-CPU mode's refill creates links only
- * its first CARVE_BYTES of objects; the rest are linked a part at a time as
- * the refill needs them.  Linking writes a word into every object, so an
+ * its first window of objects (kslab_shuffle); the refill takes the rest
+ * straight from the uncarved part (take_uncarved), a sheaf's worth at a
+ * time, linking only what is left of the last window it takes from.  Linking
+ * writes a word into every object, so an
  * eagerly linked 64 KiB slab is resident as soon as it exists, however few
  * of its objects a program uses; carved, only what was handed out (and the
  * part after it) is.  That is what lets malloc's small classes have
@@ -431,8 +433,10 @@ static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint3
  *    (alloc_from_partial, freeze_slab); frees keep pushing without the lock
  *    (the carve's swap is a push of the new part: the same race);
  *  - a slab with an uncarved part always has a free object linked: the
- *    refill carves before a pop would take its last one, so such a slab is
- *    never full, never frozen by a free, and stays on the partial list;
+ *    refill takes from the uncarved part only once it has taken every
+ *    linked one, and leaves a window's rest (or the next window) linked, so
+ *    such a slab is never full, never frozen by a free, and stays on the
+ *    partial list;
  *  - a slab that is frozen (per-thread mode's cpu slab or cpu partial list)
  *    is carved whole first (freeze_slab): frozen slabs are always whole;
  *  - a free of a pointer into the uncarved part (an object start never
@@ -446,29 +450,18 @@ static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint3
  * The kernel API's caches with constructors, debugged caches and the
  * per-thread mode link every object when the slab is made, as before.
  */
-#define CARVE_BYTES 4096u
-
 static bool carve_lazily(const struct kmem_cache *s)
 {
     return s->order > 0 && !s->ctor && !kslab_debugged(s) && pcpu_cache(s);
 }
 
-/* The objects a slab carves at a time: CARVE_BYTES of them, whole windows. */
-static uint32_t carve_chunk(const struct kmem_cache *s)
-{
-    uint32_t w = kslab_shuffle_window(s), k = CARVE_BYTES / s->size;
-    k -= k % w;
-    return k < w ? w : k;
-}
-
-/* Link the next part of slab's objects, up to object `to`, at the end of
- * its freelist (the carver's rules above): after what is free already, so
- * that the refill hands a part out before the next one, and objects go
- * out in address order of their windows as from an eagerly linked slab
- * (pushed in front, each part's leftover went out after the next part:
- * the allocation-order walk of 80-byte objects took 3x as long).  The
- * list's tail is stable under the lock: frees push at its head, only the
- * holder pops. */
+/* Link the rest of slab's objects, up to object `to`, at the end of its
+ * freelist (the carver's rules above; freeze_slab, which carves a slab
+ * whole): after what is free already, so that objects go out in address
+ * order of their windows as from an eagerly linked slab (pushed in front,
+ * each part's leftover went out after the next part: the allocation-order
+ * walk of 80-byte objects took 3x as long).  The list's tail is stable
+ * under the lock: frees push at its head, only the holder pops. */
 static void carve(struct kmem_cache *s, struct slab *slab, uint32_t to)
 {
     char *base = slab_address(slab) + s->red_left_pad;
@@ -492,15 +485,45 @@ static void carve(struct kmem_cache *s, struct slab *slab, uint32_t to)
     }
 }
 
-/* Carve until the slab has more than `want` free objects linked, or is whole. */
-static void carve_for(struct kmem_cache *s, struct slab *slab, unsigned want)
+/* The refill's take from a slab's uncarved part (list_lock held; the
+ * caller took its linked objects all): up to `want` (maybe 0) objects straight
+ * into p, in kslab_shuffle's order from the first uncarved window, with no
+ * free pointer written or read.  The rest of the last window taken from is
+ * linked as the slab's new freelist (*rest), and where the take ends on a
+ * window's end with objects still uncarved, the next window is: a slab
+ * with an uncarved part keeps a free object linked (the carver's rules).
+ * *c gains the carved windows and the objects taken.  Linking each object
+ * and popping it again cost a fresh object 27 + 20 instructions. */
+static unsigned take_uncarved(struct kmem_cache *s, struct slab *slab, void **p, unsigned want,
+                              union slab_counters *c, void **rest)
 {
-    union slab_counters c = slab_counters(slab);
-    while (c.objects < s->objects && (unsigned)(c.objects - c.inuse) <= want) {
-        uint32_t to = c.objects + carve_chunk(s);
-        carve(s, slab, to < s->objects ? to : s->objects);
-        c = slab_counters(slab);
+    uint32_t from = c->objects, left = s->objects - from, w = kslab_shuffle_window(s);
+    uint32_t take = want < left ? want : left;
+    uint32_t cover = (take + w - 1) / w * w;
+    if (cover == take && cover < left)
+        cover += w;                     /* the next window, linked */
+    if (cover > left)
+        cover = left;                   /* the slab's last window may be short */
+    char *base = slab_address(slab) + s->red_left_pad;
+    struct kslab_shuffle it;
+    kslab_shuffle_range(&it, s, from, from + cover);
+    for (uint32_t i = 0; i < take; i++)
+        p[i] = base + (size_t)kslab_shuffle_next(&it) * s->size;
+    void *head = NULL, *prev = NULL;
+    for (uint32_t i = take; i < cover; i++) {
+        char *o = base + (size_t)kslab_shuffle_next(&it) * s->size;
+        if (prev)
+            set_freepointer(s, prev, o);
+        else
+            head = o;
+        prev = o;
     }
+    if (prev)
+        set_freepointer(s, prev, NULL);
+    *rest = head;
+    c->objects = (uint16_t)(from + cover);
+    c->inuse = (uint16_t)(c->inuse + take);
+    return take;
 }
 
 /* A new slab from the page layer, initialised in one of four states and
@@ -527,8 +550,8 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
             s->ctor(p);
     void *head = base, *tail;
     uint32_t linked = s->objects;
-    if (mode == NEW_SLAB_LAZY && s->objects > carve_chunk(s))
-        linked = carve_chunk(s);
+    if (mode == NEW_SLAB_LAZY && s->objects > kslab_shuffle_window(s))
+        linked = kslab_shuffle_window(s);   /* the rest: take_uncarved */
     if (mode != NEW_SLAB_FULL)
         head = link_objects(s, base, 0, linked, &tail);
     if (kslab_debugged(s))
@@ -775,7 +798,6 @@ static unsigned alloc_from_partial(struct kmem_cache *s, struct kmem_cache_cpu_c
         kslab_lock(&s->list_lock);
         struct slab *slab = s->partial;        /* partial slabs always have a free object */
         if (slab) {
-            carve_for(s, slab, want);          /* a lazily carved slab: enough linked */
             void *obj, *next;
             unsigned k;
             union slab_counters old, new;
@@ -792,6 +814,13 @@ static unsigned alloc_from_partial(struct kmem_cache *s, struct kmem_cache_cpu_c
                     next = get_freepointer(s, next);
                     new.inuse++;
                 }
+                /* a lazily carved slab whose linked objects are all taken:
+                 * the rest from its uncarved part, and a window linked (even
+                 * when none is wanted: the slab must not look full).  A
+                 * retry after a racing free takes them again, its links
+                 * unpublished. */
+                if (new.objects < s->objects && new.inuse == new.objects)
+                    k += take_uncarved(s, slab, p + k, want - k, &new, &next);
                 /* Taking the last object freezes the slab in the same step:
                  * a freer that saw it full and unfrozen would freeze it onto
                  * its own partial list while it is still on the cache's.
