@@ -97,41 +97,12 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
 static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *s,
                                                              uint32_t colour, void *x)
 {
-    uintptr_t first = ((uintptr_t)x & s->slab_mask) + colour;
     /* x an object of s.  A cache without sheaves (debugged, slob-seg) is
      * its back-end's, and x's tag word its own (percpu.h, rule 8): its
      * sheaves' cap is 0, so the push misses before it writes the tag. */
-    if (!object_start(s, first, x))
+    if (!object_start(s, ((uintptr_t)x & s->slab_mask) + colour, x))
         return false;
-    /* KFREE_GUESS_RUN looked-up kfrees in a row into one slab arm the guess
-     * (percpu.h, rule 7): the push leaves x's slab as the CPU's hint for s,
-     * and the next kfree tries s first.  Until then the guess records x's
-     * slab (its first object, 8-aligned) with the run's length so far in
-     * bits 1-2, and bit 0 clear.  An armed guess (bit 0 set) never counts
-     * as a run, even where the cache's struct is the first object of x's
-     * slab (a kfree of a kmem_cache struct: garbage in, but never a guess
-     * of a cache at an odd address).  A lookup into another slab starts
-     * the run again, which also disarms a guess that just missed.  The run
-     * is counted without a branch: frees that alternate at random between
-     * a few slabs (a server replacing random old objects of one size) made
-     * "same slab as the last one" a coin toss, and its mispredictions cost
-     * more than the guess saved.
-     * acquire: the generation before the map entry it vouches for. */
-    uintptr_t g = kslab_kfree_guess, d = g ^ first;
-    /* d: the run so far (0, 2, 4) if g records x's slab; anything else
-     * otherwise (an armed g is odd, first even) */
-    if (likely(d != 2 * (KFREE_GUESS_RUN - 2))) {
-        /* recorded, not armed, whether the push takes x or not: a record
-         * vouches for nothing, and stored first it frees two registers
-         * for the section (kfree then saves none) */
-        kslab_kfree_guess = d & ~KFREE_GUESS_LEN ? first : g + 2;
-        return pcpu_push(s, x);
-    }
-    uint64_t gen = __atomic_load_n(&s->pcpu_gen, __ATOMIC_ACQUIRE);
-    if (!pcpu_push_hint(s, x, first, gen))
-        return false;
-    kslab_kfree_guess = (uintptr_t)s | 1;   /* armed: a cache with sheaves, the hint set */
-    return true;
+    return pcpu_push(s, x);
 }
 
 /* Everything the inline paths did not take, to the cpu layer (per-CPU
@@ -1029,15 +1000,8 @@ static noinline void kfree_unmapped(const void *x)
         kfree_to_backend(s, x);
 }
 
-/* kfree's guess (per-CPU mode; percpu.h, rule 7): armed, the cache of the
- * thread's last looked-up kfree | 1; else the first object of the slab that
- * kfree was into, with the run's length (slab_common.h).  Never cleared:
- * it may name a dead cache, which only misses, or a slab given back, which
- * only fails to arm it. */
-__thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
-
-/* The per-thread mode's looked-up kfree, apart: the per-CPU mode (the
- * default) has kfree_lookup to itself. */
+/* The per-thread mode's kfree after the lookup, apart: the per-CPU mode
+ * (the default) has kfree_in to itself. */
 static noinline void thread_kfree(struct kmem_cache *s, const void *x)
 {
     if (likely(!kslab_init_on_free && slub_free_fast(s, (void *)x)))
@@ -1045,12 +1009,14 @@ static noinline void thread_kfree(struct kmem_cache *s, const void *x)
     kfree_to_backend(s, x);
 }
 
-/* kfree past the guess: x looked up from its page descriptor, and in the
- * per-CPU mode validated and pushed here, in one function (split in two,
- * the call and its argument moves cost every random-size free 4
- * instructions).  Apart from kfree, so that kfree itself stays a leaf that
- * saves no register. */
-static inline __attribute__((always_inline)) void kfree_lookup_in(const void *x, bool from_free)
+/* kfree and libkslab-malloc's free: x looked up in kfree's map (its
+ * cache and its slab's colour), and in the per-CPU mode validated and
+ * pushed, in one function (split in two, the call and its argument moves
+ * cost every random-size free 4 instructions).  free's 1 .. ZERO_SIZE_PTR
+ * are bad frees (malloc.c), kfree's the kernel's no-ops: both are tested on
+ * the lookup's slow branch, so neither pays a compare of its own.
+ * There is no guess of x's cache ahead of the lookup (percpu.h, rule 7). */
+static inline __attribute__((always_inline)) void kfree_in(const void *x, bool from_free)
 {
     uintptr_t a = (uintptr_t)x;
     uint64_t e;
@@ -1085,30 +1051,6 @@ static inline __attribute__((always_inline)) void kfree_lookup_in(const void *x,
     if (likely(pcpu_kfree(s, pmap_colour(e), (void *)x)))
         return;
     kfree_to_backend(s, x);
-}
-static noinline void kfree_lookup(const void *x)
-{
-    kfree_lookup_in(x, false);
-}
-static noinline void free_lookup(const void *x)
-{
-    kfree_lookup_in(x, true);
-}
-
-/* kfree and libkslab-malloc's free: the guess (rule 7), else the lookup.
- * free's 1 .. ZERO_SIZE_PTR are bad frees (malloc.c), tested on the
- * lookup's slow branch, not before the guess: the guess's hint never
- * vouches for them (no slab starts below a page), so free() pays no
- * compare of its own. */
-static inline __attribute__((always_inline)) void kfree_in(const void *x, bool from_free)
-{
-    uintptr_t g = kslab_kfree_guess;             /* set in the per-CPU mode only */
-    if ((g & 1) && pcpu_free_guess((struct kmem_cache *)(g - 1), (void *)x))
-        return;
-    if (from_free)
-        free_lookup(x);
-    else
-        kfree_lookup(x);
 }
 
 void kfree(const void *x)

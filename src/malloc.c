@@ -11,8 +11,8 @@
  *
  * It is safe before constructors run (kslab initialises itself on first use
  * and reads its options without allocating), inside TLS destructors and
- * atexit handlers, across fork, and with dlopen: kslab's static TLS is two
- * 8-byte initial-exec pointers (the thread's state, kfree's guess).
+ * atexit handlers, across fork, and with dlopen: kslab's static TLS is one
+ * 8-byte initial-exec pointer (the thread's state).
  */
 #define _GNU_SOURCE
 #include "slab_common.h"

@@ -239,14 +239,6 @@ struct kslab_thread {
  * their single test and the slow path creates the real thread state, so the
  * fast paths need no separate "initialised?" check. */
 extern __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial-exec")));
-/* kfree's guess (percpu.h, rule 7; kmalloc.c): armed, the cache of the
- * thread's last looked-up kfree with bit 0 set; else the first object of
- * that kfree's slab, with the run of lookups into it so far in bits 1-2
- * (KFREE_GUESS_LEN).  KFREE_GUESS_RUN lookups in a row arm it (at most 4:
- * the run must fit those bits). */
-#define KFREE_GUESS_RUN 4
-#define KFREE_GUESS_LEN ((uintptr_t)6)
-extern __thread uintptr_t kslab_kfree_guess __attribute__((tls_model("initial-exec")));
 extern struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES];
 static inline bool thread_is_real(const struct kslab_thread *t)
 {

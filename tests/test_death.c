@@ -33,12 +33,12 @@ static void hint_interior(void *a)
     kmem_cache_free(c, p);
     kmem_cache_free(c, q + 40);
 }
-/* The hinted slab is given back (shrink) and its page becomes a slab of
- * another cache of the same geometry (x_y: "hint_x", "hint_y"): the hint
- * must not vouch for it.  p is freed with kfree (the guess, percpu.h rule
- * 7, then names x) or kmem_cache_free (rule 6), and so is the object of y
- * found on that page: kmem_cache_free(x) must report it as y's, kfree must
- * give it to y. */
+/* A slab is given back (shrink) and its page becomes a slab of another
+ * cache of the same geometry (x_y: "hint_x", "hint_y").  p is freed with
+ * kmem_cache_free (rule 6: its slab becomes the CPU's hint, which must not
+ * vouch for the page once it is y's) or with kfree (whose map must then
+ * name y), and so is the object of y found on that page: kmem_cache_free(x)
+ * must report it as y's, kfree must give it to y. */
 static void released_slab(const char *xn, const char *yn, bool by_kfree)
 {
     struct kmem_cache *x = kmem_cache_create(xn, 256, 0, SLAB_NO_MERGE, NULL);
@@ -53,9 +53,7 @@ static void released_slab(const char *xn, const char *yn, bool by_kfree)
     for (int i = 0; i < 15; i++)    /* those of other slabs first */
         if (((uintptr_t)o[i] & ~(uintptr_t)4095) != base)
             kmem_cache_free(x, o[i]);
-    /* then p's slab's, p last: by kfree, a run of lookups into p's slab
-     * (4, KFREE_GUESS_RUN) arms the guess; the guess: x, the hint: p's
-     * slab.  By kmem_cache_free, the hint: p's slab. */
+    /* then p's slab's, p last: by kmem_cache_free, the hint is p's slab */
     for (int i = 0; i < 16; i++)
         if (((uintptr_t)o[i] & ~(uintptr_t)4095) == base) {
             if (by_kfree)
@@ -81,11 +79,10 @@ static void released_slab(const char *xn, const char *yn, bool by_kfree)
     fprintf(stderr, "released_slab: no object of %s reused the page\n", yn);
 }
 static void hint_released_slab(void *a) { released_slab("hint_x", "hint_y", false); }
-static void guess_released_slab(void *a) { released_slab("guess_x", "guess_y", true); }
-/* kfree's guess (percpu.h, rule 7): the guess is kmalloc-128 with p's
- * slab as the CPU's hint; q + 40 is inside that slab, not at an object's
- * start, and must be looked up and reported. */
-static void guess_interior(void *a)
+static void kfree_released_slab(void *a) { released_slab("kfree_x", "kfree_y", true); }
+/* kfree of a pointer inside a slab of kmalloc-128 just freed into (q + 40:
+ * not at an object's start) must be reported. */
+static void kfree_interior(void *a)
 {
     for (int i = 0; i < 32; i++)
         kfree(kmalloc(100, GFP_KERNEL));
@@ -352,8 +349,8 @@ int main(int argc, char **argv)
     CHECK_DEATH(hint_interior, NULL, "kmem_cache_free(hint_obj)", "is inside object", "not at its start");
     CHECK_DEATH(hint_released_slab, NULL, "kmem_cache_free(hint_x): object 0x",
                 "belongs to cache hint_y, not hint_x");
-    CHECK_DEATH(guess_interior, NULL, "kfree(kmalloc-128)", "is inside object", "not at its start");
-    CHECK_DEATH(guess_released_slab, NULL, "released_slab: x active 0, y active");
+    CHECK_DEATH(kfree_interior, NULL, "kfree(kmalloc-128)", "is inside object", "not at its start");
+    CHECK_DEATH(kfree_released_slab, NULL, "released_slab: x active 0, y active");
     CHECK_DEATH(wrong_cache, NULL, "kmem_cache_free(cache_y): object 0x", "belongs to cache cache_x, not cache_y");
     CHECK_DEATH(wrong_cache_order, NULL, "belongs to cache cache_small, not cache_big");
     CHECK_DEATH(double_free_fast, NULL, "double free", "object 0x", "in cache kmalloc-32");

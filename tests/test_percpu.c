@@ -282,12 +282,12 @@ static void test_fast_free_multipage(void)
     }
 }
 
-/* kfree's guess (percpu.h, rule 7): frees alternating between caches, a
- * guess that names a destroyed cache, and a destroyed cache's struct reused
- * by a new cache: every object goes back to its own cache (each class's
- * next allocations are of its size, each cache's counts balance), and the
- * frees of the guessed cache take the fast path. */
-static void test_kfree_guess(void)
+/* kfree in the per-CPU mode: frees alternating between caches, runs of
+ * one cache, and a destroyed cache's struct reused by a new cache: every
+ * object goes back to its own cache (each class's next allocations are of
+ * its size, each cache's counts balance), and kfree's pushes take the fast
+ * path. */
+static void test_kfree_caches(void)
 {
     bool sheaves = test_percpu() && (strcmp(kslab_allocator_name(), "slub") == 0 ||
                                      strcmp(kslab_allocator_name(), "slab") == 0);
@@ -297,7 +297,7 @@ static void test_kfree_guess(void)
             a[i] = kmalloc(32, GFP_KERNEL);
             b[i] = kmalloc(64, GFP_KERNEL);
         }
-        for (int i = 0; i < 32; i++) {      /* the guess changes on every free */
+        for (int i = 0; i < 32; i++) {      /* the cache changes on every free */
             kfree(a[i]);
             kfree(b[i]);
         }
@@ -307,14 +307,14 @@ static void test_kfree_guess(void)
             CHECK_EQ(ksize(a[i]), 32);
             CHECK_EQ(ksize(b[i]), 64);
         }
-        for (int i = 0; i < 32; i++)        /* runs of one cache: the guess holds */
+        for (int i = 0; i < 32; i++)        /* runs of one cache */
             kfree(a[i]);
         for (int i = 0; i < 32; i++)
             kfree(b[i]);
     }
-    /* the guess names c, then c is destroyed (and its struct reused) */
+    /* kfrees into c, then c is destroyed (and its struct reused) */
     for (int k = 0; k < 3; k++) {
-        struct kmem_cache *c = kmem_cache_create("percpu_guess", 48, 0, SLAB_NO_MERGE, NULL);
+        struct kmem_cache *c = kmem_cache_create("percpu_kfree", 48, 0, SLAB_NO_MERGE, NULL);
         void *o[64];
         for (int i = 0; i < 64; i++)
             o[i] = kmem_cache_alloc(c, GFP_KERNEL);
@@ -324,10 +324,10 @@ static void test_kfree_guess(void)
         struct kslab_stats st = test_stats(c);
         CHECK_EQ(st.active_objs, 0);
         if (sheaves)
-            CHECK(st.free_fastpath - before >= 48);   /* the guess's pushes */
+            CHECK(st.free_fastpath - before >= 48);   /* kfree's pushes */
         kmem_cache_destroy(c);
         void *p = kmalloc(48, GFP_KERNEL), *q = kmalloc(48, GFP_KERNEL);
-        kfree(p);                           /* the guess is the dead cache */
+        kfree(p);                           /* the last kfree was into the dead cache */
         kfree(q);
         void *r = kmalloc(48, GFP_KERNEL);
         CHECK(ksize(r) >= 48);
@@ -344,7 +344,7 @@ int main(void)
     test_migration();
     test_shrink_under_load();
     test_thread_churn();
-    test_kfree_guess();
+    test_kfree_caches();
     test_oom_other_cpu();
     return check_done();
 }
