@@ -395,6 +395,28 @@ static void *freelist_tail(struct kmem_cache *s, void *head, unsigned *cnt)
     return tail;
 }
 
+/* The slab's next object (its objects from base) in the order of it. */
+static inline char *shuffle_object(struct kmem_cache *s, char *base, struct kslab_shuffle *it)
+{
+    return base + (size_t)kslab_shuffle_next(it) * s->size;
+}
+
+/* The next n (at least 1) objects in the order of it linked into a list ending
+ * in NULL; returns the head, *tail the last. */
+static void *link_next(struct kmem_cache *s, char *base, struct kslab_shuffle *it, uint32_t n,
+                       void **tail)
+{
+    char *head = shuffle_object(s, base, it), *prev = head;
+    while (--n) {
+        char *p = shuffle_object(s, base, it);
+        set_freepointer(s, prev, p);
+        prev = p;
+    }
+    set_freepointer(s, prev, NULL);
+    *tail = prev;
+    return head;
+}
+
 /* Objects from..to-1 of a slab linked into a list in kslab_shuffle's order
  * (slab_common.c), ending in NULL; returns the head, *tail the last. */
 static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint32_t to,
@@ -402,15 +424,7 @@ static void *link_objects(struct kmem_cache *s, char *base, uint32_t from, uint3
 {
     struct kslab_shuffle it;
     kslab_shuffle_range(&it, s, from, to);
-    char *head = base + (size_t)kslab_shuffle_next(&it) * s->size, *prev = head;
-    for (uint32_t i = from + 1; i < to; i++) {
-        char *p = base + (size_t)kslab_shuffle_next(&it) * s->size;
-        set_freepointer(s, prev, p);
-        prev = p;
-    }
-    set_freepointer(s, prev, NULL);
-    *tail = prev;
-    return head;
+    return link_next(s, base, &it, to - from, tail);
 }
 
 /*
@@ -508,19 +522,9 @@ static unsigned take_uncarved(struct kmem_cache *s, struct slab *slab, void **p,
     struct kslab_shuffle it;
     kslab_shuffle_range(&it, s, from, from + cover);
     for (uint32_t i = 0; i < take; i++)
-        p[i] = base + (size_t)kslab_shuffle_next(&it) * s->size;
-    void *head = NULL, *prev = NULL;
-    for (uint32_t i = take; i < cover; i++) {
-        char *o = base + (size_t)kslab_shuffle_next(&it) * s->size;
-        if (prev)
-            set_freepointer(s, prev, o);
-        else
-            head = o;
-        prev = o;
-    }
-    if (prev)
-        set_freepointer(s, prev, NULL);
-    *rest = head;
+        p[i] = shuffle_object(s, base, &it);
+    void *tail;
+    *rest = cover > take ? link_next(s, base, &it, cover - take, &tail) : NULL;
     c->objects = (uint16_t)(from + cover);
     c->inuse = (uint16_t)(c->inuse + take);
     return take;
