@@ -84,7 +84,7 @@ static void kfree_released_slab(void *a) { released_slab("kfree_x", "kfree_y", t
  * not at an object's start) must be reported. */
 static void kfree_interior(void *a)
 {
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++)    /* past slow start: kfree's per-CPU push */
         kfree(kmalloc(100, GFP_KERNEL));
     char *p = kmalloc(100, GFP_KERNEL), *q = kmalloc(100, GFP_KERNEL);
     kfree(p);
