@@ -8,7 +8,7 @@ PROG=$PWD/tests/programs
 HCONF="default norandom off kfence"
 declare -A HENV=( [default]="X=1" [norandom]="KSLAB_RANDOM_WINDOW=0" [off]="KSLAB_HARDENED=0"
                   [kfence]="KSLAB_KFENCE=100ms" )
-HRUNS=${HARDEN_RUNS:-5}
+HRUNS=${HARDEN_RUNS:-7}
 : > "$RAW/harden.tsv"
 for r in $(seq "$HRUNS"); do
   for c in $HCONF; do
@@ -70,17 +70,26 @@ done
   echo "100 ms sampled, the kernel's default interval;"
   echo "the per-thread rows and python3 included), its ratio to *default*."
   echo
-  echo "| row | default | norandom | off | kfence | default / off | norandom / off | kfence / default |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "*paired*: the median of the $HRUNS per-round ratios default / off (each round runs the"
+  echo "configurations back to back, so its ratio cancels the machine's slower swings in load)."
+  echo "*norandom* and *off* run the same instructions (see below): how far their ratio strays"
+  echo "from 1.00 is this machine's noise on the row."
+  echo
+  echo "| row | default | norandom | off | kfence | default / off | norandom / off | kfence / default | paired default / off |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' '
     { k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[$1,k]++; v[$1,k,c[$1,k]]=$3+0 }
     function med(cf, k,   m, i, lo) { m=c[cf,k]; lo=v[cf,k,1]
       for (i=2;i<=m;i++) if (v[cf,k,i]<lo) lo=v[cf,k,i]
       return m ? lo : 0 }
+    function paired(a, b, k,   m, i, j, x, tmp) { m=0
+      for (i=1;i<=c[a,k] && i<=c[b,k];i++) if (v[b,k,i] > 0) x[++m]=v[a,k,i]/v[b,k,i]
+      for (i=1;i<=m;i++) for (j=i+1;j<=m;j++) if (x[j]<x[i]) { tmp=x[i]; x[i]=x[j]; x[j]=tmp }
+      return m ? x[int((m+1)/2)] : 0 }
     END { for (i=1;i<=n;i++) { k=order[i]; d=med("default",k); r=med("norandom",k); o=med("off",k)
             f=med("kfence",k)
-            printf "| %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |\n", k, d, r, o, f,
-                   o ? d/o : 0, o ? r/o : 0, d ? f/d : 0 } }' \
+            printf "| %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", k, d, r, o, f,
+                   o ? d/o : 0, o ? r/o : 0, d ? f/d : 0, paired("default", "off", k) } }' \
     "$RAW/harden.tsv"
   echo
   if [ -s "$RAW/harden_ir.tsv" ]; then
