@@ -36,14 +36,23 @@ done
   echo "Median of $ROUNDS interleaved rounds, peak RSS in MiB beside the rates; *kslab vs best*"
   echo "is kslab's figure over the best peer's (above 1 is better for rates, below 1 for RSS)."
   echo
+  echo "*paired* is the same comparison made round by round: for each peer, the median over the"
+  echo "rounds of kslab's figure over the peer's in that round, and of those the peer kslab does"
+  echo "worst against.  Each round runs every allocator back to back, so its ratio cancels the"
+  echo "machine's swings in load, which move a row's medians by up to 2x here."
+  echo
   echo "*kslab* is the default per-CPU mode; *per-thread* the same library with KSLAB_PERCPU=0."
   echo
-  echo "| row | kslab | kslab per-thread | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| row | kslab | kslab per-thread | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer | paired |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' -v peers="$PEERS" '
     function med(k, arr, c,   n, i, j, t, v) { n = c[k]; for (i = 1; i <= n; i++) v[i] = arr[k, i] + 0
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
       return v[int((n + 1) / 2)] }
+    function paired(a, b,   n, i, j, t, v) { n = 0
+      for (i = 1; i <= cnt[a] && i <= cnt[b]; i++) if (val[b, i] > 0) v[++n] = val[a, i] / val[b, i]
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      return n ? v[int((n + 1) / 2)] : -1 }
     { k = $2 SUBSEP $1; if (!($2 in seen)) { seen[$2] = 1; rows[++nr] = $2; unit[$2] = $4 }
       cnt[k]++; val[k, cnt[k]] = $3; rss[k, cnt[k]] = $5 }
     END { np = split("kslab kslab-thread " peers, who, " ")
@@ -56,6 +65,9 @@ done
           line = line " | " cell
           if (w == 1) mine = m
           else if (w > 2 && (best < 0 || (lower && m < best) || (!lower && m > best))) best = m }
-        printf "%s | %.2fx |\n", line, (best > 0 ? mine / best : 0) } }' "$RAW/threads.tsv"
+        worst = -1
+        for (w = 3; w <= np; w++) { r = paired(row SUBSEP who[1], row SUBSEP who[w])
+          if (r > 0 && (worst < 0 || (lower && r > worst) || (!lower && r < worst))) worst = r }
+        printf "%s | %.2fx | %.2fx |\n", line, (best > 0 ? mine / best : 0), (worst > 0 ? worst : 0) } }' "$RAW/threads.tsv"
   echo
 } >> "$REPORT"
