@@ -193,8 +193,9 @@ static void buddy_unlink(struct slab *b, unsigned order)
  * RLIMIT_AS gets what fits.  When the zone is full or could not be
  * reserved, arenas are mapped one by one as before, with their own map:
  * still arenas (the arena map names them), whose frees take the lookup's
- * slower first test.  Adjacent read-write pieces merge: the zone is four
- * mappings however many arenas it holds. */
+ * slower first test.  Adjacent read-write pieces merge: the zone is six
+ * mappings however many arenas it holds (the granule map, the page map
+ * and the arenas, each a read-write part and a reserved rest). */
 struct kslab_zone kslab_zone = { .base = (uintptr_t)1 << 63 };
 static bool zone_tried;
 
@@ -208,10 +209,19 @@ static struct arena *zone_arena(void)
         z = (z > ZONE_MAX >> 20 ? ZONE_MAX : z << 20) & ~(ARENA_SIZE - 1);
         for (; z >= ARENA_SIZE; z = (z >> 1) & ~(ARENA_SIZE - 1)) {
             /* the map, the zone, and room to align the zone */
-            char *p = prim_map_none(ZONE_PMAP_BYTES + z + ARENA_SIZE);
+            size_t maps = ZONE_GMAP_BYTES + ZONE_PMAP_BYTES, all = maps + z + ARENA_SIZE;
+            char *p = prim_map_none(all);
             if (p) {
-                kslab_zone.base = ALIGN_UP((uintptr_t)p + ZONE_PMAP_BYTES, ARENA_SIZE);
+                kslab_zone.base = ALIGN_UP((uintptr_t)p + maps, ARENA_SIZE);
                 kslab_zone.size = z;
+                /* the alignment's slack at both ends back: not a mapping
+                 * of its own (a failed unmap leaves reserved address
+                 * space, nothing else) */
+                uintptr_t start = kslab_zone.base - maps, end = kslab_zone.base + z;
+                if (start > (uintptr_t)p)
+                    (void)prim_unmap(p, start - (uintptr_t)p);
+                if ((uintptr_t)p + all > end)
+                    (void)prim_unmap((void *)end, (uintptr_t)p + all - end);
                 break;
             }
         }
@@ -220,7 +230,8 @@ static struct arena *zone_arena(void)
     if (used == kslab_zone.size)
         return NULL;
     struct arena *a = (struct arena *)(kslab_zone.base + used);
-    if (!prim_commit(zone_pmap((uintptr_t)a), ARENA_PAGES * sizeof(uint64_t)) ||
+    if (!prim_commit(zone_gmap((uintptr_t)a), (ARENA_SIZE >> GMAP_SHIFT) * sizeof(uint64_t)) ||
+        !prim_commit(zone_pmap((uintptr_t)a), ARENA_PAGES * sizeof(uint64_t)) ||
         !prim_commit(a, ARENA_SIZE))
         return NULL;        /* a map piece made read-write stays so: harmless */
     return a;
@@ -595,6 +606,20 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
     return b;
 }
 
+/* The granule map's words for the block at b of `order` pages: e, or 0.
+ * Only blocks of a granule or more in the zone have words of their own.
+ * Relaxed, as the page map's: written before the slab's objects are
+ * handed out, cleared after the last one came back. */
+static void gmap_set(struct slab *b, unsigned order, uint64_t e)
+{
+    uintptr_t addr = (uintptr_t)slab_address(b);
+    if (order < GMAP_ORDER || addr - kslab_zone.base >= kslab_zone.size)
+        return;
+    _Atomic uint64_t *g = zone_gmap(addr);
+    for (size_t i = 0; i < ((size_t)1 << (order - GMAP_ORDER)); i++)
+        atomic_store_explicit(&g[i], e, memory_order_relaxed);
+}
+
 /* Release: the back-end's initialisation of the block (headers, freelist,
  * constructors) is visible to a walker whose acquire load sees PG_SLAB. */
 void pages_publish(struct slab *head)
@@ -607,12 +632,14 @@ void pages_publish(struct slab *head)
     uint64_t e = pmap_entry(head->cache, head->pg_colour);
     for (size_t i = 0; i < ((size_t)1 << head->pg_order); i++)
         atomic_store_explicit(pmap_slot(a, first + i), e, memory_order_relaxed);
+    gmap_set(head, head->pg_order, e);
     __atomic_store_n(&head->pg_state, PG_SLAB, __ATOMIC_RELEASE);
 }
 
 void pages_free(struct slab *b, unsigned order)
 {
     struct pending w = { 0 };
+    gmap_set(b, order, 0);
     atomic_fetch_sub_explicit(&pages_in_use, (size_t)1 << order, memory_order_relaxed);
     kslab_lock(&pages_lock);
     struct arena *a = slab_arena(b);
@@ -994,10 +1021,12 @@ void pages_memory(struct kslab_memory *m)
     m->huge_bytes = huge_bytes;
     m->hot_bytes = hot_pages << PAGE_SHIFT;
     m->huge_cached_bytes = huge_cache_bytes;
-    /* the zone is four mappings (its map and its arenas, each a read-write
-     * part and a PROT_NONE rest); every other arena is one */
-    uint64_t zoned = atomic_load_explicit(&kslab_zone.used, memory_order_relaxed) / ARENA_SIZE;
-    m->mappings = (kslab_zone.size ? 4 : 0) + (arenas_n - zoned) + huge_live + huge_cache_n +
+    /* the zone is six mappings (its granule map, its page map and its
+     * arenas, each a read-write part and a PROT_NONE rest; five once its
+     * arenas fill it); every other arena is one */
+    uintptr_t zone_used = atomic_load_explicit(&kslab_zone.used, memory_order_relaxed);
+    uint64_t zoned = zone_used / ARENA_SIZE;
+    m->mappings = (kslab_zone.size ? 5 + (zone_used < kslab_zone.size) : 0) + (arenas_n - zoned) + huge_live + huge_cache_n +
                   atomic_load_explicit(&nr_tables, memory_order_relaxed);
     kslab_unlock(&pages_lock);
     m->release_failures = atomic_load_explicit(&release_failures, memory_order_relaxed);

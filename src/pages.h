@@ -192,6 +192,15 @@ static inline bool arena_bit(uintptr_t a)           /* a < 2^47 */
  * written.  No zone: base is 2^63, so that no address passes. */
 #define ZONE_MAX        (1ul << 36)                            /* 64 GiB */
 #define ZONE_PMAP_BYTES (ZONE_MAX >> (PAGE_SHIFT - 3))         /* 128 MiB */
+/* The granule map, below the page map: one word per 64 KiB of the zone,
+ * the page map's entry for a granule that one published slab of order
+ * GMAP_ORDER or more covers (a buddy block of that order is aligned to
+ * its size, so no other slab shares the granule), 0 for any other.  A
+ * free into such a slab reads one word per 64 KiB instead of one per
+ * page: 16 times fewer lines for the free paths to keep in cache. */
+#define GMAP_SHIFT      16
+#define GMAP_ORDER      (GMAP_SHIFT - PAGE_SHIFT)              /* 4 */
+#define ZONE_GMAP_BYTES (ZONE_MAX >> (GMAP_SHIFT - 3))         /* 8 MiB */
 struct kslab_zone {
     uintptr_t base;
     _Atomic uintptr_t used;         /* bytes given to arenas */
@@ -204,8 +213,13 @@ static inline _Atomic uint64_t *zone_pmap(uintptr_t a)
     return (_Atomic uint64_t *)(kslab_zone.base - ZONE_PMAP_BYTES) +
            ((a - kslab_zone.base) >> PAGE_SHIFT);
 }
+static inline _Atomic uint64_t *zone_gmap(uintptr_t a)
+{
+    return (_Atomic uint64_t *)(kslab_zone.base - ZONE_PMAP_BYTES - ZONE_GMAP_BYTES) +
+           ((a - kslab_zone.base) >> GMAP_SHIFT);
+}
 /* kfree's first test: is a in an arena of the zone?  If so, *e is its
- * page's map word.  base is read once (with the atomic load of the bound
+ * page's map word (its granule's, where that is set).  base is read once (with the atomic load of the bound
  * between, GCC read it twice); the word is returned, not its address,
  * which would cost the caller a NULL test. */
 static inline bool zone_entry(uintptr_t a, uint64_t *e)
@@ -213,6 +227,13 @@ static inline bool zone_entry(uintptr_t a, uint64_t *e)
     uintptr_t base = kslab_zone.base, off = a - base;
     if (unlikely(off >= atomic_load_explicit(&kslab_zone.used, memory_order_relaxed)))
         return false;
+    uint64_t g = atomic_load_explicit((_Atomic uint64_t *)(base - ZONE_PMAP_BYTES -
+                                                           ZONE_GMAP_BYTES) + (off >> GMAP_SHIFT),
+                                      memory_order_relaxed);
+    if (likely(g)) {
+        *e = g;
+        return true;
+    }
     *e = atomic_load_explicit((_Atomic uint64_t *)(base - ZONE_PMAP_BYTES) + (off >> PAGE_SHIFT),
                               memory_order_relaxed);
     return true;

@@ -436,6 +436,15 @@ static void realloc_interior(void *a)
     (void)!realloc(q, 300);
 }
 
+/* free of a pointer inside an object of a malloc class whose slabs are
+ * 64 KiB (the zone's granule map finds its cache): reported, never pushed */
+static void free_interior(void *a)
+{
+    for (int i = 0; i < 64; i++)        /* past slow start: the per-CPU push */
+        free(vmalloc_(100));
+    char *p = vmalloc_(100), *volatile q = p + 16;
+    free(q);
+}
 static void bad_free(void *a) { int x = 0; void *volatile px = &x; free(px); }
 static void double_free(void *a) { void *k = vmalloc_(48), *p = vmalloc_(48); (void)k; free(p); free(p); }
 /* kfree's "up to ZERO_SIZE_PTR is a no-op" is the kernel API's; malloc
@@ -563,6 +572,7 @@ int main(int argc, char **argv)
     CHECK_DEATH(usable_interior, NULL, "ksize(", "inside object");
     CHECK_DEATH(realloc_interior, NULL, "ksize(", "inside object");
     test_threads_fork_dlopen();
+    CHECK_DEATH(free_interior, NULL, "(malloc-112)", "is inside object", "not at its start");
     CHECK_DEATH(bad_free, NULL, "kfree((any)): pointer", "was not allocated by kslab");
     CHECK_DEATH(double_free, NULL, "double free of object");
     CHECK_DEATH(free_small, NULL, "free((any)): pointer 0x1 was not allocated by kslab");

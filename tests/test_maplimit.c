@@ -8,7 +8,7 @@
  *
  * The bound on mappings: at most one per 64 MiB arena (80 000 blocks of
  * 16 KiB are 1.25 GiB: 20 arenas, or up to twice that with the pieces the
- * buddy keeps free between blocks; the arena zone's arenas share its four),
+ * buddy keeps free between blocks; the arena zone's arenas share its six),
  * a few chunk-map tables and thread states: baseline + 64.  The bound on RSS after the frees, without malloc_trim: the hot
  * reserve (at most 4 MiB when nothing is in use), a
  * thread's pcp lists (1 MiB), and slab pages that kslab keeps (min_partial):

@@ -479,7 +479,26 @@ static void test_zone(void)
         CHECK_EQ(in, 0);
     struct kslab_memory m;
     kslab_memory(&m);
-    CHECK(m.mappings >= (uint64_t)(kslab_zone.size ? 4 : 0) + (out ? 1 : 0));
+    CHECK(m.mappings >= (uint64_t)(kslab_zone.size ? 5 : 0) + (out ? 1 : 0));
+    if (kslab_zone.size) {
+        /* the zone's own: its two maps and its arenas, each a read-write
+         * part and a reserved rest, and no alignment slack beside them */
+        uintptr_t lo = kslab_zone.base - ZONE_PMAP_BYTES - ZONE_GMAP_BYTES,
+                  hi = kslab_zone.base + kslab_zone.size, a, b;
+        unsigned vmas = 0, touching = 0;
+        char line[512];
+        FILE *f = fopen("/proc/self/maps", "r");
+        CHECK(f != NULL);
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "%lx-%lx", &a, &b) == 2) {
+                vmas += a >= lo && b <= hi;
+                touching += (b == lo || a == hi) && strstr(line, "---p");
+            }
+        if (f)
+            fclose(f);
+        CHECK_EQ(vmas, atomic_load(&kslab_zone.used) < kslab_zone.size ? 6 : 5);
+        CHECK_EQ(touching, 0);      /* slack trimmed (a reserved neighbour of ours) */
+    }
     for (unsigned i = 0; i < 40; i++) {
         uintptr_t a = (uintptr_t)slab_address(b[i]);
         pages_free(b[i], MAX_PAGE_ORDER);
@@ -490,6 +509,71 @@ static void test_zone(void)
         CHECK_DEATH(free_past_zone, NULL, "was not allocated by kslab");
         CHECK_DEATH(free_zone_map, NULL, "was not allocated by kslab");
     }
+}
+
+/* The granule map (pages.h): a published block of 16 pages or more in the
+ * zone has its page-map entry in each of its 64 KiB granules, cleared when
+ * it is freed; smaller blocks leave their granule 0, so the zone lookup
+ * reads their page's entry.  Fails if a freed slab's granule kept its
+ * cache (a kfree would reach a cache that no longer owns the memory) or if
+ * a small slab's lookup stopped at its granule. */
+static void test_granule_map(void)
+{
+    if (!kslab_zone.size)
+        return;                         /* no zone: test_pages.nozone */
+    unsigned zoned = 0;
+    for (unsigned order = GMAP_ORDER; order <= GMAP_ORDER + 2; order++) {
+        struct slab *b = pages_alloc(order, &owner_a);
+        CHECK(b != NULL);
+        if (!b)
+            return;
+        uintptr_t a = (uintptr_t)slab_address(b);
+        CHECK_EQ(a % ((uintptr_t)1 << GMAP_SHIFT), 0);      /* a buddy block: aligned */
+        pages_publish(b);
+        if (a - kslab_zone.base >= kslab_zone.size) {       /* past the zone (zone64) */
+            pages_free(b, order);
+            continue;
+        }
+        zoned++;
+        uint64_t want = pmap_entry(&owner_a, b->pg_colour), e = 0;
+        for (uintptr_t off = 0; off < (PAGE_SIZE << order); off += PAGE_SIZE) {
+            CHECK(zone_entry(a + off, &e));
+            CHECK_EQ(e, want);
+        }
+        for (size_t g = 0; g < ((size_t)1 << (order - GMAP_ORDER)); g++)
+            CHECK_EQ(atomic_load(zone_gmap(a) + g), want);
+        pages_free(b, order);
+        for (size_t g = 0; g < ((size_t)1 << (order - GMAP_ORDER)); g++)
+            CHECK_EQ(atomic_load(zone_gmap(a) + g), 0);
+        CHECK(zone_entry(a + PAGE_SIZE, &e));
+        CHECK_EQ(e, 0);
+    }
+    /* small blocks of another owner: their granules stay 0 and each page
+     * finds its own block's entry */
+    enum { N = 64 };
+    struct slab *s[N];
+    for (unsigned i = 0; i < N; i++) {
+        s[i] = pages_alloc(i % 4, &owner_b);
+        CHECK(s[i] != NULL);
+        if (!s[i])
+            return;
+        pages_publish(s[i]);
+    }
+    for (unsigned i = 0; i < N; i++) {
+        uintptr_t a = (uintptr_t)slab_address(s[i]);
+        uint64_t e = 0;
+        if (a - kslab_zone.base >= kslab_zone.size)
+            continue;
+        zoned++;
+        CHECK_EQ(atomic_load(zone_gmap(a)), 0);
+        CHECK(zone_entry(a + (PAGE_SIZE << (i % 4)) - 1, &e));
+        CHECK_EQ(e, pmap_entry(&owner_b, s[i]->pg_colour));
+    }
+    for (unsigned i = 0; i < N; i++)
+        pages_free(s[i], i % 4);
+    pages_release_all();
+    if (!getenv("KSLAB_ZONE_MB"))
+        CHECK_EQ(zoned, 3 + N);         /* the whole zone: every block in it */
 }
 
 /* The sheaf arrays of different caches are a cache line apart modulo a
@@ -541,6 +625,7 @@ int main(void)
     test_release_failures();
     test_obj_index();
     test_zone();
+    test_granule_map();
     test_sheaf_colour();
     return check_done();
 }
