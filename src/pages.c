@@ -195,7 +195,8 @@ static void buddy_unlink(struct slab *b, unsigned order)
  * still arenas (the arena map names them), whose frees take the lookup's
  * slower first test.  Adjacent read-write pieces merge: the zone is six
  * mappings however many arenas it holds (the granule map, the page map
- * and the arenas, each a read-write part and a reserved rest). */
+ * and the arenas, each a read-write part and a reserved rest; five once
+ * the arenas fill it), the slack its alignment left being unmapped. */
 struct kslab_zone kslab_zone = { .base = (uintptr_t)1 << 63 };
 static bool zone_tried;
 
@@ -1026,8 +1027,8 @@ void pages_memory(struct kslab_memory *m)
      * arenas fill it); every other arena is one */
     uintptr_t zone_used = atomic_load_explicit(&kslab_zone.used, memory_order_relaxed);
     uint64_t zoned = zone_used / ARENA_SIZE;
-    m->mappings = (kslab_zone.size ? 5 + (zone_used < kslab_zone.size) : 0) + (arenas_n - zoned) + huge_live + huge_cache_n +
-                  atomic_load_explicit(&nr_tables, memory_order_relaxed);
+    m->mappings = (kslab_zone.size ? 5 + (zone_used < kslab_zone.size) : 0) + (arenas_n - zoned) +
+                  huge_live + huge_cache_n + atomic_load_explicit(&nr_tables, memory_order_relaxed);
     kslab_unlock(&pages_lock);
     m->release_failures = atomic_load_explicit(&release_failures, memory_order_relaxed);
 }

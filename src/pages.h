@@ -219,9 +219,11 @@ static inline _Atomic uint64_t *zone_gmap(uintptr_t a)
            ((a - kslab_zone.base) >> GMAP_SHIFT);
 }
 /* kfree's first test: is a in an arena of the zone?  If so, *e is its
- * page's map word (its granule's, where that is set).  base is read once (with the atomic load of the bound
- * between, GCC read it twice); the word is returned, not its address,
- * which would cost the caller a NULL test. */
+ * granule's map word where that is set, else its page's.  base is read
+ * once (with the atomic load of the bound between, GCC read it twice);
+ * the word is returned, not its address, which would cost the caller a
+ * NULL test.  The granule's word first: one more instruction for every
+ * free, one line in cache per 64 KiB of a large slab instead of 8 pages. */
 static inline bool zone_entry(uintptr_t a, uint64_t *e)
 {
     uintptr_t base = kslab_zone.base, off = a - base;
