@@ -30,6 +30,14 @@ callgrind_calls() {
     awk '{gsub(",", "", $2); printf "%s\t%.1f\n", $1, $2 / 3000}'
 }
 
+# AWK_MEDIAN: awk source for median(v, n), the median of v[1..n] (sorted in
+# place), 0 when n is 0.  The sections' tables put it before their programs
+# (awk "$AWK_MEDIAN"'...'), so a median is computed one way everywhere.
+AWK_MEDIAN='function median(v, n,   i, j, t) {
+  for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+  return n ? v[int((n + 1) / 2)] : 0 }
+'
+
 REPORT="$OUT/report.md"
 {
   echo "# kslab benchmark report"

@@ -83,17 +83,16 @@ rm -rf "$tmpd"
   echo
   echo "| workload | / glibc | / jemalloc | / mimalloc | / tcmalloc | / best peer |"
   echo "|---|---|---|---|---|---|"
-  awk -F'\t' '$3=="missing" || $3=="" { next }
+  awk -F'\t' "$AWK_MEDIAN"'$3=="missing" || $3=="" { next }
     { k = $2 SUBSEP $1; c[k]++; t[k, c[k]] = $3; wl[$2] = 1 }
-    function median(k, p,   i, j, n, v, tmp) {
+    function paired(k, p,   i, n, v) {     # round by round, k over p
       n = 0
       for (i = 1; i <= c[k] && i <= c[p]; i++) if (t[p, i] > 0) v[++n] = t[k, i] / t[p, i]
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { tmp = v[i]; v[i] = v[j]; v[j] = tmp }
-      return n ? v[int((n + 1) / 2)] : -1 }
+      return n ? median(v, n) : -1 }
     END { split("glibc jemalloc mimalloc tcmalloc", peers, " ")
       for (w in wl) { k = w SUBSEP "kslab-slub"; if (!c[k]) continue
         line = "| " w; worst = 0
-        for (i = 1; i <= 4; i++) { r = median(k, w SUBSEP peers[i])
+        for (i = 1; i <= 4; i++) { r = paired(k, w SUBSEP peers[i])
           if (r < 0) line = line " | -"
           else { line = line sprintf(" | %.3f", r); if (r > worst) worst = r } }
         printf "%s | %.3f |\n", line, worst } }' "$RAW/dropin.tsv" | sort

@@ -45,14 +45,12 @@ done
   echo
   echo "| row | kslab | kslab per-thread | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer | paired |"
   echo "|---|---|---|---|---|---|---|---|---|"
-  awk -F'\t' -v peers="$PEERS" '
-    function med(k, arr, c,   n, i, j, t, v) { n = c[k]; for (i = 1; i <= n; i++) v[i] = arr[k, i] + 0
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-      return v[int((n + 1) / 2)] }
-    function paired(a, b,   n, i, j, t, v) { n = 0
+  awk -F'\t' -v peers="$PEERS" "$AWK_MEDIAN"'
+    function med(k, arr, c,   n, i, v) { n = c[k]; for (i = 1; i <= n; i++) v[i] = arr[k, i] + 0
+      return median(v, n) }
+    function paired(a, b,   n, i, v) { n = 0   # round by round, a over b
       for (i = 1; i <= cnt[a] && i <= cnt[b]; i++) if (val[b, i] > 0) v[++n] = val[a, i] / val[b, i]
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-      return n ? v[int((n + 1) / 2)] : -1 }
+      return n ? median(v, n) : -1 }
     { k = $2 SUBSEP $1; if (!($2 in seen)) { seen[$2] = 1; rows[++nr] = $2; unit[$2] = $4 }
       cnt[k]++; val[k, cnt[k]] = $3; rss[k, cnt[k]] = $5 }
     END { np = split("kslab kslab-thread " peers, who, " ")

@@ -77,15 +77,14 @@ done
   echo
   echo "| row | default | norandom | off | kfence | default / off | norandom / off | kfence / default | paired default / off |"
   echo "|---|---|---|---|---|---|---|---|---|"
-  awk -F'\t' '
+  awk -F'\t' "$AWK_MEDIAN"'
     { k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[$1,k]++; v[$1,k,c[$1,k]]=$3+0 }
     function med(cf, k,   m, i, lo) { m=c[cf,k]; lo=v[cf,k,1]
       for (i=2;i<=m;i++) if (v[cf,k,i]<lo) lo=v[cf,k,i]
       return m ? lo : 0 }
-    function paired(a, b, k,   m, i, j, x, tmp) { m=0
+    function paired(a, b, k,   m, i, x) { m=0   # round by round, a over b
       for (i=1;i<=c[a,k] && i<=c[b,k];i++) if (v[b,k,i] > 0) x[++m]=v[a,k,i]/v[b,k,i]
-      for (i=1;i<=m;i++) for (j=i+1;j<=m;j++) if (x[j]<x[i]) { tmp=x[i]; x[i]=x[j]; x[j]=tmp }
-      return m ? x[int((m+1)/2)] : 0 }
+      return median(x, m) }
     END { for (i=1;i<=n;i++) { k=order[i]; d=med("default",k); r=med("norandom",k); o=med("off",k)
             f=med("kfence",k)
             printf "| %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", k, d, r, o, f,
