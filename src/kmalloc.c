@@ -501,7 +501,7 @@ void kfree_nolock(const void *p)
         return;
     uintptr_t a = (uintptr_t)x;
     if (kslab_percpu && a < (1ul << 47) && arena_bit(a)) {
-        uint64_t e = addr_pmap(a);         /* kfree_lookup's steps, with no slow path */
+        uint64_t e = addr_pmap(a);         /* kfree_in's lookup, with no slow path */
         struct kmem_cache *s = e ? pmap_cache(e) : NULL;
         if (s && !kslab_debugged(s) && pcpu_kfree(s, pmap_colour(e), x))
             return;

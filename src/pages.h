@@ -207,16 +207,24 @@ struct kslab_zone {
     uintptr_t size;                 /* bytes reserved (after base) */
 };
 extern struct kslab_zone kslab_zone;
-/* Address a's word of the zone's kfree map (a in the reservation). */
+/* The zone's two maps below it, by offset off from the zone's base: the
+ * page map's word (one a page) and the granule map's (one per 64 KiB). */
+static inline _Atomic uint64_t *pmap_word(uintptr_t base, uintptr_t off)
+{
+    return (_Atomic uint64_t *)(base - ZONE_PMAP_BYTES) + (off >> PAGE_SHIFT);
+}
+static inline _Atomic uint64_t *gmap_word(uintptr_t base, uintptr_t off)
+{
+    return (_Atomic uint64_t *)(base - ZONE_PMAP_BYTES - ZONE_GMAP_BYTES) + (off >> GMAP_SHIFT);
+}
+/* Address a's words of the zone's maps (a in the reservation). */
 static inline _Atomic uint64_t *zone_pmap(uintptr_t a)
 {
-    return (_Atomic uint64_t *)(kslab_zone.base - ZONE_PMAP_BYTES) +
-           ((a - kslab_zone.base) >> PAGE_SHIFT);
+    return pmap_word(kslab_zone.base, a - kslab_zone.base);
 }
 static inline _Atomic uint64_t *zone_gmap(uintptr_t a)
 {
-    return (_Atomic uint64_t *)(kslab_zone.base - ZONE_PMAP_BYTES - ZONE_GMAP_BYTES) +
-           ((a - kslab_zone.base) >> GMAP_SHIFT);
+    return gmap_word(kslab_zone.base, a - kslab_zone.base);
 }
 /* kfree's first test: is a in an arena of the zone?  If so, *e is its
  * granule's map word where that is set, else its page's.  base is read
@@ -229,15 +237,8 @@ static inline bool zone_entry(uintptr_t a, uint64_t *e)
     uintptr_t base = kslab_zone.base, off = a - base;
     if (unlikely(off >= atomic_load_explicit(&kslab_zone.used, memory_order_relaxed)))
         return false;
-    uint64_t g = atomic_load_explicit((_Atomic uint64_t *)(base - ZONE_PMAP_BYTES -
-                                                           ZONE_GMAP_BYTES) + (off >> GMAP_SHIFT),
-                                      memory_order_relaxed);
-    if (likely(g)) {
-        *e = g;
-        return true;
-    }
-    *e = atomic_load_explicit((_Atomic uint64_t *)(base - ZONE_PMAP_BYTES) + (off >> PAGE_SHIFT),
-                              memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(gmap_word(base, off), memory_order_relaxed);
+    *e = likely(g) ? g : atomic_load_explicit(pmap_word(base, off), memory_order_relaxed);
     return true;
 }
 /* Page i's word of kfree's map: arena ar's own, or the zone's. */

@@ -57,8 +57,9 @@ uint64_t kslab_random64(void)
  * reports read better in address order), for SLUB's and slob-seg's
  * freelists and SLAB's index arrays: a new slab's objects are handed out
  * one window of kslab_random_window (8) consecutive objects at a time, in
- * address order of the windows, the objects of each in a uniformly random
- * order (Fisher-Yates, 8 random bits a swap).  The next object handed out
+ * address order of the windows, the objects of each in a random order
+ * (one of 256 permutations drawn at start-up, perm8 below; Fisher-Yates
+ * for windows above 8).  The next object handed out
  * after x is x's neighbour in memory (an overflow's victim) one time in 8,
  * not always, and where each object comes differs in every window of
  * every slab.

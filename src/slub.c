@@ -469,17 +469,17 @@ static bool carve_lazily(const struct kmem_cache *s)
     return s->order > 0 && !s->ctor && !kslab_debugged(s) && pcpu_cache(s);
 }
 
-/* Link the rest of slab's objects, up to object `to`, at the end of its
- * freelist (the carver's rules above; freeze_slab, which carves a slab
- * whole): after what is free already, so that objects go out in address
+/* Link the rest of slab's objects at the end of its freelist (the carver's
+ * rules above; freeze_slab, which carves a slab whole before it freezes
+ * it): after what is free already, so that objects go out in address
  * order of their windows as from an eagerly linked slab (pushed in front,
  * each part's leftover went out after the next part: the allocation-order
  * walk of 80-byte objects took 3x as long).  The list's tail is stable
  * under the lock: frees push at its head, only the holder pops. */
-static void carve(struct kmem_cache *s, struct slab *slab, uint32_t to)
+static void carve_whole(struct kmem_cache *s, struct slab *slab)
 {
     char *base = slab_address(slab) + s->red_left_pad;
-    uint32_t from = slab_counters(slab).objects;
+    uint32_t from = slab_counters(slab).objects, to = s->objects;
     void *tail, *head = link_objects(s, base, from, to, &tail);
     bool appended = false;
     for (;;) {
@@ -598,7 +598,7 @@ static void *freeze_slab(struct kmem_cache *s, struct kmem_cache_cpu_cold *cc, s
                          bool take)
 {
     if (slab_counters(slab).objects < s->objects)
-        carve(s, slab, s->objects);
+        carve_whole(s, slab);
     for (;;) {
         void *fl = slab_freelist(slab);
         union slab_counters old = slab_counters(slab), new = old;
