@@ -1,5 +1,5 @@
 # libkslab-malloc: the malloc(32)+free pair and real programs under LD_PRELOAD,
-# kslab beside the peers (wall time and peak RSS, median of 7 interleaved rounds, and kslab
+# kslab beside the peers (wall and CPU time and peak RSS, median of 7 interleaved rounds, and kslab
 # over each peer as the median of per-round ratios).
 echo "== drop-in: malloc pair and real workloads"
 KM=$PWD/build/libkslab-malloc.so
@@ -66,35 +66,40 @@ rm -rf "$tmpd"
   echo "pipeline 8; time is the client's, RSS the server's).  Debian's redis-server links jemalloc,"
   echo "so it has no glibc row, and its jemalloc row is the unmodified server."
   echo
-  echo "| workload | allocator | seconds (min-max) | peak RSS KiB (min-max) |"
-  echo "|---|---|---|---|"
+  echo "| workload | allocator | seconds (min-max) | CPU seconds (min-max) | peak RSS KiB (min-max) |"
+  echo "|---|---|---|---|---|"
   awk -F'\t' '$3=="missing" {miss[$1]=1; next}
-    { k=$2 SUBSEP $1; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[k]++; t[k,c[k]]=$3; m[k,c[k]]=$4 }
+    { k=$2 SUBSEP $1; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[k]++; t[k,c[k]]=$3; m[k,c[k]]=$4; u[k,c[k]]=($5 == "" ? -1 : $5) }
     function sortv(arr, k, cnt, v,   i, j, tmp) { for (i=1;i<=cnt;i++) v[i]=arr[k,i]+0; for (i=1;i<=cnt;i++) for (j=i+1;j<=cnt;j++) if (v[j]<v[i]) { tmp=v[i]; v[i]=v[j]; v[j]=tmp } }
     END { for (i=1;i<=n;i++) { k=order[i]; split(k, kk, SUBSEP); cnt=c[k]
-            sortv(t, k, cnt, tv); sortv(m, k, cnt, mv)
-            printf "| %s | %s | %.3f (%.3f-%.3f) | %d (%d-%d) |\n", kk[1], kk[2], tv[int((cnt+1)/2)], tv[1], tv[cnt], mv[int((cnt+1)/2)], mv[1], mv[cnt] }
+            sortv(t, k, cnt, tv); sortv(m, k, cnt, mv); sortv(u, k, cnt, uv)
+            cs = uv[1] < 0 ? "-" : sprintf("%.3f (%.3f-%.3f)", uv[int((cnt+1)/2)], uv[1], uv[cnt])
+            printf "| %s | %s | %.3f (%.3f-%.3f) | %s | %d (%d-%d) |\n", kk[1], kk[2], tv[int((cnt+1)/2)], tv[1], tv[cnt], cs, mv[int((cnt+1)/2)], mv[1], mv[cnt] }
           for (w in miss) printf "| all | %s | missing | |\n", w }' "$RAW/dropin.tsv" | sort -t'|' -k2,2 -s
   echo
   echo "kslab's time over each peer's, the median of the $RUNS per-round ratios: the rounds are"
   echo "interleaved, so a round's ratio cancels the machine's slow swings in load, which move"
   echo "the medians above by more than the differences between allocators.  *Best peer* is the"
   echo "highest of them (the fastest peer's): issue 9's target is at most 1.05 for python3 and sqlite3."
+  echo "Wall time counts the time a program waited for a CPU, which on a shared machine is other"
+  echo "tenants' load; CPU time (user + system) leaves it out, so it is the steadier of the two."
   echo
-  echo "| workload | / glibc | / jemalloc | / mimalloc | / tcmalloc | / best peer |"
-  echo "|---|---|---|---|---|---|"
-  awk -F'\t' "$AWK_MEDIAN"'$3=="missing" || $3=="" { next }
-    { k = $2 SUBSEP $1; c[k]++; t[k, c[k]] = $3; wl[$2] = 1 }
-    function paired(k, p,   i, n, v) {     # round by round, k over p
-      n = 0
-      for (i = 1; i <= c[k] && i <= c[p]; i++) if (t[p, i] > 0) v[++n] = t[k, i] / t[p, i]
-      return n ? median(v, n) : -1 }
-    END { split("glibc jemalloc mimalloc tcmalloc", peers, " ")
-      for (w in wl) { k = w SUBSEP "kslab-slub"; if (!c[k]) continue
-        line = "| " w; worst = 0
-        for (i = 1; i <= 4; i++) { r = paired(k, w SUBSEP peers[i])
-          if (r < 0) line = line " | -"
-          else { line = line sprintf(" | %.3f", r); if (r > worst) worst = r } }
-        printf "%s | %.3f |\n", line, worst } }' "$RAW/dropin.tsv" | sort
+  echo "| workload | time | / glibc | / jemalloc | / mimalloc | / tcmalloc | / best peer |"
+  echo "|---|---|---|---|---|---|---|"
+  for col in 3 5; do
+    awk -F'\t' -v col=$col "$AWK_MEDIAN"'$3=="missing" || $col=="" { next }
+      { k = $2 SUBSEP $1; c[k]++; t[k, c[k]] = $col; wl[$2] = 1 }
+      function paired(k, p,   i, n, v) {     # round by round, k over p
+        n = 0
+        for (i = 1; i <= c[k] && i <= c[p]; i++) if (t[p, i] > 0) v[++n] = t[k, i] / t[p, i]
+        return n ? median(v, n) : -1 }
+      END { split("glibc jemalloc mimalloc tcmalloc", peers, " ")
+        for (w in wl) { k = w SUBSEP "kslab-slub"; if (!c[k]) continue
+          line = "| " w " | " (col == 3 ? "wall" : "CPU"); worst = 0
+          for (i = 1; i <= 4; i++) { r = paired(k, w SUBSEP peers[i])
+            if (r < 0) line = line " | -"
+            else { line = line sprintf(" | %.3f", r); if (r > worst) worst = r } }
+          printf "%s | %.3f |\n", line, worst } }' "$RAW/dropin.tsv"
+  done | sort
   echo
 } >> "$REPORT"

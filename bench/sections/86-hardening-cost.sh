@@ -16,8 +16,9 @@ for r in $(seq "$HRUNS"); do
     env $e $B/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e KSLAB_PERCPU=0 $B/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e LD_PRELOAD="$KM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    t=$(cd /tmp && env $e LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
-    printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$t" >> "$RAW/harden.tsv"
+    t=$(cd /tmp && env $e LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
+    printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$(echo "$t" | cut -f1)" >> "$RAW/harden.tsv"
+    printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     for sz in 80 208; do
       env $e LD_PRELOAD="$KM" $B/malloc_walk "$c" $sz |
         awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
@@ -50,8 +51,8 @@ done
 {
   echo "## Hardening: what each default defence costs"
   echo
-  echo "The fastest of $HRUNS interleaved runs (ns per pair; python3 wall seconds through"
-  echo "libkslab-malloc; seed 001's bulk rows: the fastest of $HBULK): on this shared machine a run is only"
+  echo "The fastest of $HRUNS interleaved runs (ns per pair; python3 wall and CPU seconds (user +"
+  echo "system) through libkslab-malloc; seed 001's bulk rows: the fastest of $HBULK): on this shared machine a run is only"
   echo "ever slowed by its neighbours, and the medians of two reports disagreed by more than the"
   echo "costs measured.  *default*: everything on; *norandom*: the free-pointer"
   echo "encoding and checks without freelist randomization (\`KSLAB_RANDOM_WINDOW=0\`); *off*:"
