@@ -1,11 +1,13 @@
 # Threads (issue 10): a larson-style server with cross-thread frees, a
 # producer/consumer pipeline, and the RSS of 1000 idle threads, kslab
 # (through libkslab-malloc) beside glibc and the peers in the same run.  The
-# whole set is repeated THREADS_ROUNDS times (5: the 4-thread server row is
-# bimodal for every allocator, 2x between runs), interleaved; medians kept.
+# whole set is repeated THREADS_ROUNDS times (9: the 4-thread server row is
+# bimodal for every allocator, 2x between runs, and with 5 rounds a row's
+# ratio of medians and its paired ratio disagreed by up to 0.3 in one
+# report), interleaved; medians kept.
 echo "== threads: server, pipeline, idle threads"
 KM=$PWD/build/libkslab-malloc.so
-ROUNDS=${THREADS_ROUNDS:-5}
+ROUNDS=${THREADS_ROUNDS:-9}
 : > "$RAW/threads.tsv"
 RUNCMD=$PWD/$B/runcmd
 threads_run() {  # WHO ARGS...: the program's row, then runcmd's peak RSS (KiB)
