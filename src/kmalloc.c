@@ -348,16 +348,13 @@ static noinline struct kmem_cache *malloc_mid_split(size_t n, struct kmem_cache 
     return class;
 }
 
-/* The cache malloc(n) takes, n above 1 KiB: the class, or its exact cache. */
-static inline struct kmem_cache *malloc_large_class(size_t n)
+/* n's bucket (n above 1 KiB): the cache malloc(n) takes, or its class + 1
+ * where a split cuts the bucket (malloc_mid_split decides). */
+static inline uintptr_t malloc_mid_bucket(size_t n)
 {
     /* acquire (a plain load on x86): pairs with the release that put an
      * exact cache there, so the cache is seen initialised */
-    struct kmem_cache *c = atomic_load_explicit(&malloc_mid_cache[(n - 1) >> 7],
-                                                memory_order_acquire);
-    if (unlikely((uintptr_t)c & 1))
-        return malloc_mid_split(n, (struct kmem_cache *)((uintptr_t)c - 1));
-    return c;
+    return (uintptr_t)atomic_load_explicit(&malloc_mid_cache[(n - 1) >> 7], memory_order_acquire);
 }
 
 /* A new split of class i at size (a multiple of 16): the table's buckets of
@@ -796,12 +793,24 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 }
 
 /* malloc's kmalloc: the malloc classes, then the page classes. */
+/* A size in a bucket that a split cuts, apart: called from the inline
+ * path, the split's lookup made every malloc above 1 KiB set up a stack
+ * frame for it (2 instructions); as a tail call it costs them nothing. */
+static noinline void *malloc_mid_split_alloc(size_t size, struct kmem_cache *class, gfp_t flags)
+{
+    return fast_alloc(malloc_mid_split(size, class), flags, size);
+}
+
 static inline __attribute__((always_inline)) void *malloc_classes(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < 1024))
         return fast_alloc(malloc_small_cache[(size - 1) >> 4], flags, size);
-    if (likely(size - 1 < MALLOC_MAX_CACHE_SIZE))
-        return fast_alloc(malloc_large_class(size), flags, size);
+    if (likely(size - 1 < MALLOC_MAX_CACHE_SIZE)) {
+        uintptr_t c = malloc_mid_bucket(size);
+        if (unlikely(c & 1))
+            return malloc_mid_split_alloc(size, (struct kmem_cache *)(c - 1), flags);
+        return fast_alloc((struct kmem_cache *)c, flags, size);
+    }
     return kslab_malloc_large(size, flags);
 }
 
