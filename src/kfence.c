@@ -104,8 +104,10 @@ bool kslab_kfence_due(void)
 }
 
 /* An object of s (size bytes: the request for kmalloc, else the object
- * size) from the pool, or NULL (too big, too aligned, the pool in use). */
-void *kslab_kfence_alloc(struct kmem_cache *s, size_t size, gfp_t gfp)
+ * size) from the pool, or NULL (too big, too aligned, the pool in use).
+ * Out of line (LTO inlined it into the slow path): it is rare, and the
+ * bench counts its calls under callgrind. */
+noinline void *kslab_kfence_alloc(struct kmem_cache *s, size_t size, gfp_t gfp)
 {
     size_t align = s->align ? s->align : sizeof(void *);
     /* not SLAB_TYPESAFE_BY_RCU caches (the kmem_cache structs' among them):
