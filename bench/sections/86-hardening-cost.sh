@@ -51,7 +51,7 @@ PYBIN=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
 if command -v valgrind >/dev/null && [ -x "$PYBIN" ]; then
   for c in default kfence; do
     cg="$RAW/harden.python3.$c.callgrind"
-    (cd /tmp && env ${HENV[$c]} LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 900 valgrind \
+    (cd /tmp && env ${HENV[$c]} LD_PRELOAD="$KM" PYTHONMALLOC=malloc PYTHONHASHSEED=0 timeout 900 valgrind \
        --tool=callgrind --callgrind-out-file="$cg" "$PYBIN" "$PROG/alloc_heavy.py" 100000 \
        >/dev/null 2>&1) || continue
     ir=$(sed -nE 's/^(summary|totals): ([0-9]+).*/\2/p' "$cg" | head -1)
@@ -131,8 +131,8 @@ done
     echo "KFENCE in instructions (callgrind, python3 alloc_heavy.py 100000; the per-thread paths,"
     echo "valgrind having no rseq).  Under valgrind the program runs some 50x slower, so the 100 ms"
     echo "interval samples about 50x more of its allocations than natively: the ratio bounds KFENCE's"
-    echo "cost from above.  Two runs of one configuration differ by about 0.1 % (each randomizes its"
-    echo "slabs differently)."
+    echo "cost from above.  PYTHONHASHSEED=0 fixes python3's own hashing; two default runs still differ"
+    echo "by about 0.1 % (each randomizes its slabs differently)."
     echo
     echo "| configuration | instructions | sampled allocations | / default |"
     echo "|---|---|---|---|"
