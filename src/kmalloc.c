@@ -338,18 +338,23 @@ struct malloc_split {
 };
 static struct malloc_split malloc_splits[MALLOC_CLASSES];
 
-/* n's bucket holds its class's split size: the split's limit decides. */
-static noinline struct kmem_cache *malloc_mid_split(size_t n, struct kmem_cache *class)
+/* n's bucket holds its class's split size: the split's limit decides
+ * between the split's exact cache and the class, and malloc takes it.  Out
+ * of line and reached by a tail call: called from the inline path, the
+ * lookup made every malloc above 1 KiB set up a stack frame for it (2
+ * instructions), which a tail call spares them. */
+static noinline void *malloc_mid_split_alloc(size_t n, struct kmem_cache *class, gfp_t flags)
 {
     struct malloc_split *sp = &malloc_splits[kslab_malloc_class_of(class)];
+    struct kmem_cache *c = class;
     /* acquire: pairs with the release that published limit after cache */
     if (n <= atomic_load_explicit(&sp->limit, memory_order_acquire))
-        return atomic_load_explicit(&sp->cache, memory_order_relaxed);
-    return class;
+        c = atomic_load_explicit(&sp->cache, memory_order_relaxed);
+    return fast_alloc(c, flags, n);
 }
 
 /* n's bucket (n above 1 KiB): the cache malloc(n) takes, or its class + 1
- * where a split cuts the bucket (malloc_mid_split decides). */
+ * where a split cuts the bucket (malloc_mid_split_alloc decides). */
 static inline uintptr_t malloc_mid_bucket(size_t n)
 {
     /* acquire (a plain load on x86): pairs with the release that put an
@@ -793,14 +798,6 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 }
 
 /* malloc's kmalloc: the malloc classes, then the page classes. */
-/* A size in a bucket that a split cuts, apart: called from the inline
- * path, the split's lookup made every malloc above 1 KiB set up a stack
- * frame for it (2 instructions); as a tail call it costs them nothing. */
-static noinline void *malloc_mid_split_alloc(size_t size, struct kmem_cache *class, gfp_t flags)
-{
-    return fast_alloc(malloc_mid_split(size, class), flags, size);
-}
-
 static inline __attribute__((always_inline)) void *malloc_classes(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < 1024))
