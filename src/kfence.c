@@ -185,6 +185,25 @@ size_t kslab_kfence_ksize(const void *x, const char *fn)
         kslab_report("KFENCE: %s(): %p is not a live KFENCE object", fn, x);
     return m->size;
 }
+/* The first byte in [from, to) that is not the canary, or to: eight bytes
+ * a compare (a byte at a time, a sampled free took 28 000 instructions). */
+static char *not_canary(char *from, char *to)
+{
+    const uint64_t all = 0x0101010101010101ull * CANARY;
+    char *c = from;
+    for (; c < to && ((uintptr_t)c & 7); c++)
+        if ((unsigned char)*c != CANARY)
+            return c;
+    for (uint64_t w; to - c >= 8; c += 8) {
+        memcpy(&w, c, 8);
+        if (w != all)
+            break;
+    }
+    for (; c < to; c++)
+        if ((unsigned char)*c != CANARY)
+            return c;
+    return to;
+}
 
 void kslab_kfence_free(struct kmem_cache *want, const void *x, const char *fn)
 {
@@ -211,19 +230,16 @@ void kslab_kfence_free(struct kmem_cache *want, const void *x, const char *fn)
                      cache_name_of(m), want->name);
     }
     char *page = slot_page(i);
-    for (char *c = page; c < page + PAGE_SIZE; c++) {
-        if (c == m->addr) {
-            c += m->size - 1;
-            continue;
-        }
-        if ((unsigned char)*c != CANARY) {
-            kslab_unlock(&kfence_lock);
-            kslab_report("KFENCE: memory corruption at %p, %tdB %s kfence-#%u [%p, +%zu) "
-                         "of cache %s (found when it was freed by %s())", (void *)c,
-                         c < m->addr ? m->addr - c : c - (m->addr + m->size) + 1,
-                         c < m->addr ? "left of" : "right of", i, (void *)m->addr, m->size,
-                         cache_name_of(m), fn);
-        }
+    char *c = not_canary(page, m->addr);
+    if (c == m->addr)
+        c = not_canary(m->addr + m->size, page + PAGE_SIZE);
+    if (c != page + PAGE_SIZE) {
+        kslab_unlock(&kfence_lock);
+        kslab_report("KFENCE: memory corruption at %p, %tdB %s kfence-#%u [%p, +%zu) "
+                     "of cache %s (found when it was freed by %s())", (void *)c,
+                     c < m->addr ? m->addr - c : c - (m->addr + m->size) + 1,
+                     c < m->addr ? "left of" : "right of", i, (void *)m->addr, m->size,
+                     cache_name_of(m), fn);
     }
     /* inaccessible until reused: a later access faults as a use after free
      * (if the OS refuses, the slot is only marked freed) */

@@ -58,6 +58,25 @@ static void canary(void *a)
     p[60] = 1;                          /* inside the page: no fault */
     kfree(p);
 }
+/* corruption farther from the object (the check compares 8 bytes at a
+ * time: the report must still name the first bad byte) */
+static void canary_far_left(void *a)
+{
+    char *p = sampled(64, 1);           /* at the page's end: canary before */
+    if (!p)
+        return;
+    p[-100] = 1;
+    kfree(p);
+}
+static void canary_far_right(void *a)
+{
+    char *p = sampled(64, 0);           /* at the page's start: canary after */
+    if (!p)
+        return;
+    p[64 + 37] = 1;
+    p[64 + 45] = 1;                     /* the first one is reported */
+    kfree(p);
+}
 static void double_free(void *a)
 {
     char *p = sampled(64, 1);
@@ -180,6 +199,8 @@ int main(int argc, char **argv)
                 "of cache kmalloc-64, freed");
     CHECK_DEATH(canary, NULL, "KFENCE: memory corruption at 0x", "1B right of kfence-#",
                 "of cache kmalloc-64 (found when it was freed by kfree())");
+    CHECK_DEATH(canary_far_left, NULL, "KFENCE: memory corruption at 0x", "100B left of kfence-#");
+    CHECK_DEATH(canary_far_right, NULL, "KFENCE: memory corruption at 0x", "38B right of kfence-#");
     CHECK_DEATH(double_free, NULL, "KFENCE: kfree(): double free of 0x");
     CHECK_DEATH(interior_free, NULL, "KFENCE: kfree(): invalid free of 0x", "inside kfence-#");
     return check_done();
