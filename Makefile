@@ -48,4 +48,4 @@ install:
 	$(CMAKE) --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-tsan build-bench-asan
+	rm -rf build build-asan build-tsan build-bench-asan build-bench-notag

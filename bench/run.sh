@@ -38,6 +38,25 @@ AWK_MEDIAN='function median(v, n,   i, j, t) {
   return n ? v[int((n + 1) / 2)] : 0 }
 '
 
+# notag_build: a second build without the per-CPU free tag (cmake
+# -DKSLAB_FREE_TAG=OFF; src/percpu.h, rule 8), for the rows that show what
+# the double-free defence costs (sections 70 and 86).  Sets NOTAG_KM (its
+# libkslab-malloc) and NOTAG_B (its bench programs), both empty if it does
+# not build.  Built once per run.
+NOTAG_DIR=build-bench-notag
+NOTAG_KM=
+NOTAG_B=
+notag_build() {
+  [ -n "$NOTAG_KM" ] && return 0
+  if cmake -S . -B $NOTAG_DIR -DCMAKE_BUILD_TYPE=Release -DKSLAB_FREE_TAG=OFF >/dev/null &&
+     cmake --build $NOTAG_DIR -j"$(nproc)" --target kslab-malloc micro_static bulk_static >/dev/null 2>&1; then
+    NOTAG_KM=$PWD/$NOTAG_DIR/libkslab-malloc.so
+    NOTAG_B=$NOTAG_DIR/bench
+  else
+    echo "notag build failed: the no-tag rows are left out" >&2
+  fi
+}
+
 REPORT="$OUT/report.md"
 {
   echo "# kslab benchmark report"

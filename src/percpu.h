@@ -158,15 +158,28 @@ static inline uint64_t *pcpu_tag_word(const struct kmem_cache *s, void *x)
 {
     return (uint64_t *)((char *)x + s->offset);
 }
+/* KSLAB_NO_FREE_TAG (cmake -DKSLAB_FREE_TAG=OFF): a build for measurement
+ * only, which neither writes nor checks the tag -- what the double-free
+ * defence costs, shown beside the default in make bench.  It stops none of
+ * the double frees the tag stops (the sheaf-top compares stay), so the
+ * suite's double-free tests would fail on it: it is never the library
+ * installed or tested. */
+#ifdef KSLAB_NO_FREE_TAG
+static inline void pcpu_tag_set(const struct kmem_cache *s, void *x) {}
+#else
 static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
 {
     *pcpu_tag_word(s, x) = kslab_tag_key;
 }
+#endif
 /* The claim's test alone (fast_alloc reports by a jump to
  * kslab_claim_failed): true if x's word did not hold the tag; it now holds
  * what was there xor the tag. */
 static inline bool pcpu_tag_unclaimed(struct kmem_cache *s, void *x)
 {
+#ifdef KSLAB_NO_FREE_TAG
+    return false;
+#else
     /* One xor into memory tests and clears: the word becomes 0 exactly
      * when it held the tag (a plain load, compare and store would be 2
      * instructions more).  Not an atomic: x is the allocation's alone once
@@ -178,6 +191,7 @@ static inline bool pcpu_tag_unclaimed(struct kmem_cache *s, void *x)
                          : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"((uintptr_t)s->offset)
                          : "memory");
     return bad;
+#endif
 }
 /* Where a free object leaves the sheaves -- a pop, a drain to its slab:
  * every object there carries its tag, so a different word means x was
@@ -261,10 +275,14 @@ void __tsan_release(void *addr);
     "je " miss "\n\t"
 /* Rule 8 inside a section (scratch a, v; x proved an object of a live
  * slab): x's tag into its word.  A store only: no wait on x's line. */
+#ifdef KSLAB_NO_FREE_TAG
+#define PCPU_PUSH_TAG ""
+#else
 #define PCPU_PUSH_TAG                                                         \
     "movl %[toff], %k[a]\n\t"                                                 \
     "movq %[key], %[v]\n\t"                                                   \
     "movq %[v], (%[x],%[a])\n\t"
+#endif
 #define PCPU_PUSH_COMMIT                                                      \
     "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"                 \
     "addq $1, %[w]\n\t"                                                      \

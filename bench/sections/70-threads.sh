@@ -10,19 +10,22 @@ KM=$PWD/build/libkslab-malloc.so
 ROUNDS=${THREADS_ROUNDS:-9}
 : > "$RAW/threads.tsv"
 RUNCMD=$PWD/$B/runcmd
+notag_build
 threads_run() {  # WHO ARGS...: the program's row, then runcmd's peak RSS (KiB)
   local who=$1 out; shift
   case $who in
     kslab) out=$(LD_PRELOAD=$KM $RUNCMD $B/malloc_threads "$who" "$@") ;;
     kslab-thread) out=$(KSLAB_PERCPU=0 LD_PRELOAD=$KM $RUNCMD $B/malloc_threads "$who" "$@") ;;
+    kslab-notag) out=$(LD_PRELOAD=$NOTAG_KM $RUNCMD $B/malloc_threads "$who" "$@") ;;
     *) out=$(run_peer "$who" $RUNCMD $B/malloc_threads "$who" "$@") ;;
   esac
   printf '%s\t%s\n' "$(echo "$out" | head -1)" "$(echo "$out" | tail -1 | cut -f2)"
 }
 for r in $(seq "$ROUNDS"); do
-  for who in kslab kslab-thread $PEERS; do
-    case $who in kslab*) ;; *) peer_ok "$who" || continue ;; esac
+  for who in kslab kslab-thread kslab-notag $PEERS; do
+    case $who in kslab-notag) [ -n "$NOTAG_KM" ] || continue ;; kslab*) ;; *) peer_ok "$who" || continue ;; esac
     for n in 2 4 16; do threads_run "$who" server $n >> "$RAW/threads.tsv"; done
+    [ $who = kslab-notag ] && continue    # the tag's cost: the server rows only
     for n in 2 4 16; do threads_run "$who" pipeline $n >> "$RAW/threads.tsv"; done
     threads_run "$who" idle 1000 >> "$RAW/threads.tsv"
   done
@@ -44,9 +47,13 @@ done
   echo "machine's swings in load, which move a row's medians by up to 2x here."
   echo
   echo "*kslab* is the default per-CPU mode; *per-thread* the same library with KSLAB_PERCPU=0."
+  echo "*no tag* (server rows only) is a measurement build without the per-CPU free tag"
+  echo "(\`cmake -DKSLAB_FREE_TAG=OFF\`), the defence that stops a double free across CPUs (issue"
+  echo "12): never installed, it shows what that defence costs; *no tag, paired* is its paired"
+  echo "ratio against the peer it does worst against."
   echo
-  echo "| row | kslab | kslab per-thread | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer | paired |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| row | kslab | kslab per-thread | kslab no tag | glibc | jemalloc | mimalloc | tcmalloc | kslab vs best peer | paired | no tag, paired |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' -v peers="$PEERS" "$AWK_MEDIAN"'
     function med(k, arr, c,   n, i, v) { n = c[k]; for (i = 1; i <= n; i++) v[i] = arr[k, i] + 0
       return median(v, n) }
@@ -55,19 +62,22 @@ done
       return n ? median(v, n) : -1 }
     { k = $2 SUBSEP $1; if (!($2 in seen)) { seen[$2] = 1; rows[++nr] = $2; unit[$2] = $4 }
       cnt[k]++; val[k, cnt[k]] = $3; rss[k, cnt[k]] = $5 }
-    END { np = split("kslab kslab-thread " peers, who, " ")
+    END { np = split("kslab kslab-thread kslab-notag " peers, who, " ")
       for (i = 1; i <= nr; i++) { row = rows[i]; line = "| " row " (" unit[row] ")"; best = -1
         lower = (unit[row] ~ /RSS/)
         for (w = 1; w <= np; w++) { k = row SUBSEP who[w]
-          if (!(k in cnt)) { line = line " | missing"; continue }
+          if (!(k in cnt)) { line = line (w == 3 ? " | -" : " | missing"); continue }
           m = med(k, val, cnt)
           if (lower) cell = sprintf("%d", m); else cell = sprintf("%.2f, %d MiB", m, med(k, rss, cnt) / 1024)
           line = line " | " cell
           if (w == 1) mine = m
-          else if (w > 2 && (best < 0 || (lower && m < best) || (!lower && m > best))) best = m }
-        worst = -1
-        for (w = 3; w <= np; w++) { r = paired(row SUBSEP who[1], row SUBSEP who[w])
-          if (r > 0 && (worst < 0 || (lower && r > worst) || (!lower && r < worst))) worst = r }
-        printf "%s | %.2fx | %.2fx |\n", line, (best > 0 ? mine / best : 0), (worst > 0 ? worst : 0) } }' "$RAW/threads.tsv"
+          else if (w > 3 && (best < 0 || (lower && m < best) || (!lower && m > best))) best = m }
+        worst = -1; ntw = -1
+        for (w = 4; w <= np; w++) { r = paired(row SUBSEP who[1], row SUBSEP who[w])
+          if (r > 0 && (worst < 0 || (lower && r > worst) || (!lower && r < worst))) worst = r
+          r = paired(row SUBSEP who[3], row SUBSEP who[w])
+          if (r > 0 && (ntw < 0 || (lower && r > ntw) || (!lower && r < ntw))) ntw = r }
+        printf "%s | %.2fx | %.2fx | %s |\n", line, (best > 0 ? mine / best : 0), (worst > 0 ? worst : 0),
+               (ntw > 0 ? sprintf("%.2fx", ntw) : "-") } }' "$RAW/threads.tsv"
   echo
 } >> "$REPORT"

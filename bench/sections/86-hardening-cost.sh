@@ -5,22 +5,30 @@ echo "== hardening: cost of each defence"
 KM=$PWD/build/libkslab-malloc.so
 RUNCMD=$PWD/$B/runcmd
 PROG=$PWD/tests/programs
+notag_build
 HCONF="default norandom off kfence"
+[ -n "$NOTAG_KM" ] && HCONF="$HCONF notag"
 declare -A HENV=( [default]="X=1" [norandom]="KSLAB_RANDOM_WINDOW=0" [off]="KSLAB_HARDENED=0"
-                  [kfence]="KSLAB_KFENCE=100ms" )
+                  [kfence]="KSLAB_KFENCE=100ms" [notag]="X=1" )
+# hbin CONFIG: the bench directory and libkslab-malloc a configuration runs
+# (notag: the measurement build without the free tag, bench/run.sh)
+hbin() {
+  if [ "$1" = notag ]; then HB=$NOTAG_B; HKM=$NOTAG_KM; else HB=$B; HKM=$KM; fi
+}
 HRUNS=${HARDEN_RUNS:-7}
 : > "$RAW/harden.tsv"
 for r in $(seq "$HRUNS"); do
   for c in $HCONF; do
     e=${HENV[$c]}
-    env $e $B/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    env $e KSLAB_PERCPU=0 $B/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    env $e LD_PRELOAD="$KM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    t=$(cd /tmp && env $e LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
+    hbin "$c"
+    env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    t=$(cd /tmp && env $e LD_PRELOAD="$HKM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
     printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$(echo "$t" | cut -f1)" >> "$RAW/harden.tsv"
     printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     for sz in 80 208; do
-      env $e LD_PRELOAD="$KM" $B/malloc_walk "$c" $sz |
+      env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
         awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     done
   done
@@ -29,6 +37,7 @@ done
 # the repeatable figure beside the timings.
 : > "$RAW/harden_ir.tsv"
 if command -v valgrind >/dev/null; then
+  # (not notag: valgrind has no rseq, and the tag is the per-CPU mode's)
   for c in default norandom off; do
     env ${HENV[$c]} valgrind --tool=callgrind --callgrind-out-file="$RAW/harden.$c.callgrind" \
       $B/micro_static --quick >/dev/null 2>&1 || continue
@@ -66,7 +75,8 @@ fi
 HBULK=${HARDEN_BULK_RUNS:-3}
 for r in $(seq "$HBULK"); do
   for c in $HCONF; do
-    env ${HENV[$c]} $B/bulk_static "$c" | awk -F'\t' -v c="$c" '($2==16 || $2==64) && $3=="kmem_cache_free_bulk" {printf "%s\tseed 001 bulk %s (ns/object)\t%s\n", c, $2, $4}' >> "$RAW/harden.tsv"
+    hbin "$c"
+    env ${HENV[$c]} $HB/bulk_static "$c" | awk -F'\t' -v c="$c" '($2==16 || $2==64) && $3=="kmem_cache_free_bulk" {printf "%s\tseed 001 bulk %s (ns/object)\t%s\n", c, $2, $4}' >> "$RAW/harden.tsv"
   done
 done
 {
@@ -79,10 +89,9 @@ done
   echo "encoding and checks without freelist randomization (\`KSLAB_RANDOM_WINDOW=0\`); *off*:"
   echo "\`KSLAB_HARDENED=0\`.  Ratios are to *off*.  The per-CPU sheaves' free tag (written by each"
   echo "push, checked and cleared by each pop: what stops double frees across CPUs and writes"
-  echo "into free objects) is on in all three: it is not switchable (measured when it landed, the"
-  echo "binaries before and after, minimum of 8 interleaved runs: kmem_cache pair 2.57 -> 2.88 ns,"
-  echo "kmalloc(32) 3.09 -> 3.50, malloc(32) 3.35 -> 3.63, malloc(256) 3.37 -> 3.63; python3"
-  echo "alloc_heavy.py 918 -> 932 ms, medians of 7)."
+  echo "into free objects) is on in all three: no switch turns it off at run time.  *notag* is"
+  echo "the default's settings in a measurement build without it (\`cmake -DKSLAB_FREE_TAG=OFF\`,"
+  echo "never installed); *default / notag* is what the tag costs."
   echo
   echo "*allocation-order walk* (bench/walk.c): 400 000 objects of one size linked in the order"
   echo "malloc returned them, chased after the caches are evicted; it isolates what randomization"
@@ -97,8 +106,8 @@ done
   echo "*norandom* and *off* run the same instructions (see below): how far their ratio strays"
   echo "from 1.00 is this machine's noise on the row."
   echo
-  echo "| row | default | norandom | off | kfence | default / off | norandom / off | kfence / default | paired default / off |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| row | default | norandom | off | kfence | notag | default / off | norandom / off | kfence / default | default / notag | paired default / off |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' "$AWK_MEDIAN"'
     { k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[$1,k]++; v[$1,k,c[$1,k]]=$3+0 }
     function med(cf, k,   m, i, lo) { m=c[cf,k]; lo=v[cf,k,1]
@@ -108,9 +117,10 @@ done
       for (i=1;i<=c[a,k] && i<=c[b,k];i++) if (v[b,k,i] > 0) x[++m]=v[a,k,i]/v[b,k,i]
       return median(x, m) }
     END { for (i=1;i<=n;i++) { k=order[i]; d=med("default",k); r=med("norandom",k); o=med("off",k)
-            f=med("kfence",k)
-            printf "| %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", k, d, r, o, f,
-                   o ? d/o : 0, o ? r/o : 0, d ? f/d : 0, paired("default", "off", k) } }' \
+            f=med("kfence",k); t=med("notag",k)
+            printf "| %s | %.3f | %.3f | %.3f | %.3f | %s | %.2f | %.2f | %.2f | %s | %.2f |\n", k, d, r, o, f,
+                   t ? sprintf("%.3f", t) : "-", o ? d/o : 0, o ? r/o : 0, d ? f/d : 0,
+                   t ? sprintf("%.2f", d/t) : "-", paired("default", "off", k) } }' \
     "$RAW/harden.tsv"
   echo
   if [ -s "$RAW/harden_ir.tsv" ]; then
