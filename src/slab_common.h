@@ -393,6 +393,8 @@ extern bool kslab_hardened;
 extern unsigned kslab_random_window;
 struct kslab_shuffle {
     uint32_t n, w, w0, i, m;        /* objects, window, this window's start, next, size */
+    uint32_t step, pos;             /* a stride window: its step (0: a permutation), next place */
+    bool stride;                    /* windows are strides, not permutations */
     uint32_t rbytes;                /* random bytes left in r */
     uint64_t r;
     uint8_t idx[RANDOM_WINDOW_MAX]; /* this window's order */
@@ -416,6 +418,14 @@ static inline uint32_t kslab_shuffle_next(struct kslab_shuffle *it)
 {
     if (it->i == it->m)
         kslab_shuffle_window_next(it);
+    if (it->step) {
+        uint32_t p = it->pos;
+        it->i++;
+        it->pos += it->step;
+        if (it->pos >= it->m)
+            it->pos -= it->m;
+        return it->w0 + p;
+    }
     return it->w0 + it->idx[it->i++];
 }
 uint64_t kslab_random64(void);

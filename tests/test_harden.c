@@ -175,6 +175,68 @@ static void test_window_orders(void)
     CHECK(distinct > whole / 2);
 }
 
+/* Objects from 96 bytes (up to half the span) are handed out in strides
+ * (slab_common.c): each window (here 4 KiB, 16 objects: a small slab's)
+ * from a random place at a random step of 2 to 9 prime to its size, so a
+ * walk in allocation order runs one way through memory.  Over a fresh
+ * cache's first 1024 256-byte objects, in each window one step (or its
+ * negative: a sheaf hands a refill out last first) is most of the steps
+ * between consecutive allocations -- not so in a shuffled window -- and
+ * it differs from window to window: with one step for every window there
+ * would be one value, in address order no window would count. */
+static void test_stride_orders(void)
+{
+    enum { N = 1024, W = 16, SZ = 256, MAXW = 128 };
+    struct kmem_cache *c = kmem_cache_create("harden_stride", SZ, 0, SLAB_NO_MERGE, NULL);
+    static char *p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    /* each memory window (slabs are aligned to their size, a multiple of
+     * 16 KiB) and its votes for each step between consecutive allocations
+     * inside it */
+    static uintptr_t key[MAXW];
+    static int votes[MAXW][W];
+    int nw = 0, ascending = 0;
+    for (int i = 1; i < N; i++) {
+        long d = (p[i] - p[i - 1]) / SZ;
+        ascending += d == 1;
+        uintptr_t k = (uintptr_t)p[i] / (SZ * W);
+        if (k != (uintptr_t)p[i - 1] / (SZ * W))
+            continue;
+        int w = 0;
+        while (w < nw && key[w] != k)
+            w++;
+        if (w == nw) {
+            if (nw == MAXW)
+                continue;
+            key[nw++] = k;
+        }
+        votes[w][(d % W + W) % W]++;
+    }
+    int windows = 0, distinct = 0, steps[MAXW];
+    for (int w = 0; w < nw; w++) {
+        int best = 1;
+        for (int d = 1; d < W; d++)
+            best = votes[w][d] > votes[w][best] ? d : best;
+        if (votes[w][best] < 8)
+            continue;
+        bool seen = false;
+        for (int v = 0; v < windows && !seen; v++)
+            seen = steps[v] == best || steps[v] == W - best;
+        steps[windows++] = best;
+        distinct += !seen;
+    }
+    for (int i = 0; i < N; i++)
+        kmem_cache_free(c, p[i]);
+    kmem_cache_destroy(c);
+    if (ascending >= N / 4 || windows < 8 || distinct < 2)
+        fprintf(stderr, "stride: %d of %d steps ascending, %d windows, %d different steps\n",
+                ascending, N - 1, windows, distinct);
+    CHECK(ascending < N / 4);
+    CHECK(windows >= 8);
+    CHECK(distinct >= 2);
+}
+
 static void test_random_order(void)
 {
     enum { N = 64 };
@@ -205,6 +267,9 @@ int main(void)
     const char *win = getenv("KSLAB_RANDOM_WINDOW");
     if (strcmp(kslab_allocator_name(), "slob") != 0 && (!win || strcmp(win, "8") == 0))
         test_window_orders();
+    if (strcmp(kslab_allocator_name(), "slob") != 0 && !win && !getenv("KSLAB_RANDOM_SPAN") &&
+        !getenv("KSLAB_RANDOM_STRIDE"))
+        test_stride_orders();
     if (!pointer_freelists())
         return check_done();
     CHECK_DEATH(overflow_attack, NULL, "freelist corrupted in cache harden64");
