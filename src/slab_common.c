@@ -80,22 +80,23 @@ static unsigned long kslab_random_span = 4096;
 
 /* Strides (KSLAB_RANDOM_STRIDE, the smallest object size strided; 0: none):
  * from 96 bytes up to half the span, a window is up to kslab_stride_span
- * (16 KiB; KSLAB_STRIDE_SPAN) of objects -- at most a quarter of a slab
+ * (8 KiB; KSLAB_STRIDE_SPAN) of objects -- at most a quarter of a slab
  * above a page, so a lazily carved slab keeps most of its pages untouched
  * -- and its order is not a permutation but a stride: from a random
  * object, a random step of 2 to 9 prime to the window's size, wrapping.
  * A walk in allocation order then runs one way through memory, which the
  * prefetchers follow, where a shuffled window of these sizes broke them:
  * bench/walk.c, ns a node, windows of 8 -> strides (address order):
- * 96 B 38.4 -> 18.3 (10.2), 128 B 47.5 -> 17.1 (13.7), 208 B 83.3 ->
- * 18.8 (17.1), 512 B 159 -> 23.4 (18.9), 1040 B 153 -> 81 (25.0).  The
- * next object handed out is never x's neighbour (the step is at least 2);
- * the neighbour comes 1/step (mod the window) allocations later, dozens
- * for most windows, where a window of 8 puts it within 7.  A window's
- * order is one of (objects x steps), about what the kernel gives a whole
- * slab (one of `objects`).  Windows of fewer than 8 objects stay
- * permutations. */
-static unsigned long kslab_stride_min = 96, kslab_stride_span = 16384;
+ * 96 B 30.6 -> 22.3 (8.5), 128 B 46.9 -> 19.5 (14.0), 208 B 79.3 -> 25.0
+ * (16.6), 512 B 158 -> 83.5 (17.4).  16 KiB windows walked faster (512 B
+ * 24.5) but touch more pages: sqlite3's peak RSS went over issue 9's bound
+ * (README, "Strides from 96 bytes").  The next object handed out is never
+ * x's neighbour (the step is at least 2); the neighbour comes 1/step (mod
+ * the window) allocations later, dozens for most windows, where a window
+ * of 8 puts it within 7.  A window's order is one of (objects x steps),
+ * about what the kernel gives a whole slab (one of `objects`).  Windows of
+ * fewer than 8 objects stay permutations. */
+static unsigned long kslab_stride_min = 96, kslab_stride_span = 8192;
 #define STRIDE_MIN_OBJECTS 8
 
 static bool stride_cache(const struct kmem_cache *s)
