@@ -187,7 +187,9 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
     it->m = it->n - it->w0 < it->w ? it->n - it->w0 : it->w;
     it->i = 0;
     if (it->stride) {
-        /* a random start and a random step 2..9 prime to m (1 if none) */
+        /* a random start and a random step 2..9 prime to m, not m - 1 (a
+         * step back: a sheaf, which hands a refill out last first, would
+         * turn it into address order); 1 if none */
         uint64_t r = kslab_random64();
         uint32_t m = it->m, step = 1;
         it->pos = m ? (uint32_t)((r & 0xffffffff) % m) : 0;
@@ -198,7 +200,7 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
                 b = a;
                 a = t;
             }
-            if (m > 2 && c % m > 1 && b == 1) {
+            if (m > 3 && c % m > 1 && c % m < m - 1 && b == 1) {
                 step = c % m;
                 break;
             }
