@@ -56,4 +56,4 @@ install:
 	$(CMAKE) --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-tsan build-notag build-bench-asan build-bench-notag
+	rm -rf build build-asan build-tsan build-notag build-bench-asan

@@ -43,7 +43,7 @@ AWK_MEDIAN='function median(v, n,   i, j, t) {
 # the double-free defence costs (sections 70 and 86).  Sets NOTAG_KM (its
 # libkslab-malloc) and NOTAG_B (its bench programs), both empty if it does
 # not build.  Built once per run.
-NOTAG_DIR=build-bench-notag
+NOTAG_DIR=build-notag      # the same build make test-notag makes and tests
 NOTAG_KM=
 NOTAG_B=
 notag_build() {
