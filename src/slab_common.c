@@ -104,8 +104,11 @@ static bool stride_cache(const struct kmem_cache *s)
     return kslab_stride_min && s->size >= kslab_stride_min && s->size <= kslab_random_span / 2;
 }
 
-unsigned kslab_shuffle_window(const struct kmem_cache *s)
+/* Objects per window of s's new slabs, and whether they are strides: the
+ * one place that decides both. */
+static unsigned window_of(const struct kmem_cache *s, bool *stride)
 {
+    *stride = false;
     if (!kslab_hardened || kslab_debugged(s) || kslab_random_window < 2)
         return 1;
     if (stride_cache(s)) {
@@ -114,12 +117,20 @@ unsigned kslab_shuffle_window(const struct kmem_cache *s)
         unsigned long span = (PAGE_SIZE << s->order) / 4;
         span = span > PAGE_SIZE ? span : PAGE_SIZE;
         unsigned long w = (kslab_stride_span < span ? kslab_stride_span : span) / s->size;
-        if (w >= STRIDE_MIN_OBJECTS)
+        if (w >= STRIDE_MIN_OBJECTS) {
+            *stride = true;
             return w > 0xffff ? 0xffff : (unsigned)w;
+        }
     }
     unsigned long fit = kslab_random_span ? kslab_random_span / s->size : ~0ul;
     unsigned w = fit < kslab_random_window ? (unsigned)fit : kslab_random_window;
     return w ? w : 1;
+}
+
+unsigned kslab_shuffle_window(const struct kmem_cache *s)
+{
+    bool stride;
+    return window_of(s, &stride);
 }
 
 /* idx[0..m) := a uniformly random permutation of 0..m-1 */
@@ -173,9 +184,8 @@ void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, u
                          uint32_t to)
 {
     it->n = to;
-    it->w = kslab_shuffle_window(s);
+    it->w = window_of(s, &it->stride);
     it->step = 0;
-    it->stride = it->w >= STRIDE_MIN_OBJECTS && stride_cache(s);
     it->w0 = from;
     it->i = it->m = 0;
     it->rbytes = 0;
