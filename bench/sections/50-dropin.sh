@@ -25,7 +25,7 @@ run_w() {  # WHO WORKLOAD CMD...: one timed run, appended to dropin.tsv
   printf '%s\t%s\t%s\n' "$who" "$w" "$out" >> "$RAW/dropin.tsv"
 }
 for r in $(seq $RUNS); do
-  for who in $DWHO; do
+  for who in $(rotated "$r" $DWHO); do
     di_ok "$who" || { printf '%s\tall\tmissing\n' "$who" >> "$RAW/dropin.tsv"; continue; }
     run_w "$who" "python3 (alloc_heavy.py)" python3 "$PROG/alloc_heavy.py"
     run_w "$who" "sqlite3 (workload.sql)" sqlite3 :memory: ".read $PROG/workload.sql"

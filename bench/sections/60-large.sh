@@ -18,7 +18,7 @@ large_run() {  # WHO ARGS...
   esac
 }
 for r in $(seq "$ROUNDS"); do
-  for who in kslab $PEERS; do
+  for who in $(rotated "$r" kslab $PEERS); do
     [ "$who" = kslab ] || peer_ok "$who" || continue
     for s in 16384 131072 1048576 4194304 16777216; do large_run "$who" pair $s >> "$RAW/large.tsv"; done
     large_run "$who" realloc >> "$RAW/large.tsv"

@@ -22,7 +22,7 @@ threads_run() {  # WHO ARGS...: the program's row, then runcmd's peak RSS (KiB)
   printf '%s\t%s\n' "$(echo "$out" | head -1)" "$(echo "$out" | tail -1 | cut -f2)"
 }
 for r in $(seq "$ROUNDS"); do
-  for who in kslab kslab-thread kslab-notag $PEERS; do
+  for who in $(rotated "$r" kslab kslab-thread kslab-notag $PEERS); do
     case $who in kslab-notag) [ -n "$NOTAG_KM" ] || continue ;; kslab*) ;; *) peer_ok "$who" || continue ;; esac
     for n in 2 4 16; do threads_run "$who" server $n >> "$RAW/threads.tsv"; done
     [ $who = kslab-notag ] && continue    # the tag's cost: the server rows only

@@ -18,7 +18,7 @@ hbin() {
 HRUNS=${HARDEN_RUNS:-7}
 : > "$RAW/harden.tsv"
 for r in $(seq "$HRUNS"); do
-  for c in $HCONF; do
+  for c in $(rotated "$r" $HCONF); do
     e=${HENV[$c]}
     hbin "$c"
     env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
@@ -74,7 +74,7 @@ fi
 # 1.8x its norandom row, the next at 1.0x)
 HBULK=${HARDEN_BULK_RUNS:-3}
 for r in $(seq "$HBULK"); do
-  for c in $HCONF; do
+  for c in $(rotated "$r" $HCONF); do
     hbin "$c"
     env ${HENV[$c]} $HB/bulk_static "$c" | awk -F'\t' -v c="$c" '($2==16 || $2==64) && $3=="kmem_cache_free_bulk" {printf "%s\tseed 001 bulk %s (ns/object)\t%s\n", c, $2, $4}' >> "$RAW/harden.tsv"
   done
