@@ -79,7 +79,8 @@ unsigned kslab_random_window = 8;
 static unsigned long kslab_random_span = 4096;
 
 /* Strides (KSLAB_RANDOM_STRIDE, the smallest object size strided; 0: none):
- * from 96 bytes up to half the span, a window is up to kslab_stride_span
+ * from 96 bytes up to the size where a window holds 8 objects (1 KiB),
+ * a window is up to kslab_stride_span
  * (8 KiB; KSLAB_STRIDE_SPAN) of objects -- at most a quarter of a slab
  * above a page, so a lazily carved slab keeps most of its pages untouched
  * -- and its order is not a permutation but a stride: from a random
@@ -99,9 +100,11 @@ static unsigned long kslab_random_span = 4096;
 static unsigned long kslab_stride_min = 96, kslab_stride_span = 8192;
 #define STRIDE_MIN_OBJECTS 8
 
+/* (the window's object count, STRIDE_MIN_OBJECTS, sets the upper end:
+ * 1 KiB with 8 KiB windows) */
 static bool stride_cache(const struct kmem_cache *s)
 {
-    return kslab_stride_min && s->size >= kslab_stride_min && s->size <= kslab_random_span / 2;
+    return kslab_stride_min && s->size >= kslab_stride_min;
 }
 
 /* Objects per window of s's new slabs, and whether they are strides: the
@@ -203,15 +206,15 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
         uint64_t r = kslab_random64();
         uint32_t m = it->m, step = 1;
         it->pos = m ? (uint32_t)((r & 0xffffffff) % m) : 0;
-        for (unsigned k = 0, first = (unsigned)(r >> 32) & 7; k < 8; k++) {
-            uint32_t c = 2 + (first + k) % 8, a = c % m, b = m;
-            while (a) {
+        for (unsigned k = 0, first = (unsigned)(r >> 32) & 7; m > 3 && k < 8; k++) {
+            uint32_t c = (2 + (first + k) % 8) % m, a = c, b = m;
+            while (a) {                 /* b := gcd(c, m) */
                 uint32_t t = b % a;
                 b = a;
                 a = t;
             }
-            if (m > 3 && c % m > 1 && c % m < m - 1 && b == 1) {
-                step = c % m;
+            if (c > 1 && c < m - 1 && b == 1) {
+                step = c;
                 break;
             }
         }

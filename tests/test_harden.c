@@ -245,10 +245,11 @@ static void test_random_order(void)
         fprintf(stderr, "%d of %d steps to the next object in memory: not randomized\n",
                 ascending, N - 1);
     CHECK(ascending < N / 2);
-    /* A window spans at most 4 KiB (KSLAB_RANDOM_SPAN): 1 KiB objects are
-     * shuffled in windows of 4 (about one step in five to the neighbour;
-     * slabs of 8 or more), 8 KiB ones are handed out in address order
-     * (the slab's 4 objects: at most 3 steps, the rest cross slabs). */
+    /* 1 KiB objects are strided where their slab gives a window 8 of them
+     * (never a step to the neighbour) and otherwise shuffled in windows of
+     * 4 (KSLAB_RANDOM_SPAN, 4 KiB: about one step in five to the
+     * neighbour); 8 KiB ones are handed out in address order (the slab's 4
+     * objects: at most 3 steps, the rest cross slabs). */
     int kib = ascending_steps(1024, 32);
     if (kib >= 20)
         fprintf(stderr, "1 KiB objects: %d of 31 steps to the neighbour: not randomized\n", kib);
