@@ -202,7 +202,9 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
     if (it->stride) {
         /* a random start and a random step 2..9 prime to m, not m - 1 (a
          * step back: a sheaf, which hands a refill out last first, would
-         * turn it into address order); 1 if none */
+         * turn it into address order).  None for m of 3 or less, 4 and 6
+         * (a slab's short last window) and multiples of 210: such a
+         * window is a permutation, as below, if it fits one; else step 1 */
         uint64_t r = kslab_random64();
         uint32_t m = it->m, step = 1;
         it->pos = m ? (uint32_t)((r & 0xffffffff) % m) : 0;
@@ -218,8 +220,9 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
                 break;
             }
         }
-        it->step = step;
-        return;
+        it->step = step == 1 && m <= RANDOM_WINDOW_MAX ? 0 : step;
+        if (it->step)
+            return;
     }
     if (it->m > 8) {
         shuffle(it->idx, it->m);
