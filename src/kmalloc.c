@@ -22,7 +22,7 @@
  * The two modes' inline fast paths.  Per-CPU (percpu.h): pop or push the
  * current CPU's sheaf in a restartable sequence, a freed pointer validated
  * first: kmem_cache_free by the CPU's hint (percpu.h, rule 6) or the full
- * check (pcpu_free_fast), kfree from kfree's map (pcpu_kfree).
+ * check (pcpu_free_hinted), kfree from kfree's map (pcpu_kfree).
  * Per-thread (slub.h): the thread's cpu freelist.  The mode is one
  * predictable branch on a global set once at start-up.
  */
@@ -561,6 +561,14 @@ static noinline void kfree_to_backend(struct kmem_cache *s, const void *x)
     backend_free(NULL, s, (void *)x, "kfree");
 }
 
+/* The per-CPU free whose hint did not vouch for x (percpu.h): apart, so
+ * that kmem_cache_free's own path saves no register. */
+static noinline void kmem_cache_free_check(struct kmem_cache *s, void *x)
+{
+    if (!pcpu_free_checked(s, x))
+        kmem_cache_free_slow(s, x);
+}
+
 void kmem_cache_free(struct kmem_cache *s, void *x)
 {
     /* One compare for NULL and for what the inline test must not see: an
@@ -571,8 +579,13 @@ void kmem_cache_free(struct kmem_cache *s, void *x)
         return;
     }
     if (likely(kslab_percpu)) {
-        if (likely(pcpu_free_fast(s, x)))
+        enum pcpu_free_result r = pcpu_free_hinted(s, x);
+        if (likely(r == PCPU_FREE_PUSHED))
             return;
+        if (r == PCPU_FREE_CHECK) {
+            kmem_cache_free_check(s, x);
+            return;
+        }
     } else if (likely(!kslab_init_on_free && slub_free_fast(s, x))) {
         return;
     }
