@@ -193,7 +193,7 @@ extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
  * may free memory or throw) and retries; with no handler it throws
  * std::bad_alloc through libstdc++'s std::__throw_bad_alloc (this file is
  * built with -fexceptions so the exception unwinds through it). */
-static void *cxx_new(size_t n, size_t align)
+static noinline void *cxx_new(size_t n, size_t align)
 {
     for (;;) {
         void *p = align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL | KSLAB_GFP_MALLOC)
@@ -211,6 +211,13 @@ static void *cxx_new(size_t n, size_t align)
     }
 }
 
+/* operator new without an alignment: malloc's inline pop, and everything
+ * else here (kslab_malloc_or; the s it passes is not needed) */
+static void *cxx_new_miss(struct kmem_cache *s, gfp_t gfp, size_t n)
+{
+    return cxx_new(n, 0);
+}
+
 static void *cxx_new_nothrow(size_t n, size_t align)
 {
     return align ? kslab_kmalloc_aligned(n, align, GFP_KERNEL | KSLAB_GFP_MALLOC) : malloc(n);
@@ -218,8 +225,8 @@ static void *cxx_new_nothrow(size_t n, size_t align)
 
 typedef struct { char c; } nothrow_t;
 
-EXPORT void *_Znwm(size_t n) { return cxx_new(n, 0); }
-EXPORT void *_Znam(size_t n) { return cxx_new(n, 0); }
+EXPORT void *_Znwm(size_t n) { return kslab_malloc_or(n, cxx_new_miss); }
+EXPORT void *_Znam(size_t n) { return kslab_malloc_or(n, cxx_new_miss); }
 EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const nothrow_t *t) { return cxx_new_nothrow(n, 0); }
 EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const nothrow_t *t) { return cxx_new_nothrow(n, 0); }
 EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t a) { return cxx_new(n, a); }

@@ -557,6 +557,9 @@ static inline size_t kslab_malloc_class_of(const struct kmem_cache *s)
 #define SLAB_KSLAB_KMALLOC 0x10000000u
 void *kslab_malloc(size_t size, gfp_t flags);
 void *kslab_malloc_plain(size_t size);      /* malloc's: GFP_KERNEL | KSLAB_GFP_MALLOC */
+/* What an inline allocation calls when its pop misses (kmalloc.c). */
+typedef void *(*kslab_alloc_miss_fn)(struct kmem_cache *s, gfp_t gfp, size_t size);
+void *kslab_malloc_or(size_t size, kslab_alloc_miss_fn miss);
 /* Above KMALLOC_MAX_CACHE_SIZE: large blocks and huge mappings (kmalloc.c). */
 void *kslab_large_alloc(size_t size, size_t align, gfp_t flags);
 /* Random kmalloc caches (KSLAB_RANDOM_KMALLOC; kmalloc.c), created at init. */

@@ -57,6 +57,32 @@ int main()
         threw = true;
     }
     CHECK(threw);
+    // a failing operator new calls the new-handler and retries, until the
+    // handler removes itself: then std::bad_alloc
+    {
+        static int calls;
+        std::set_new_handler([] {
+            if (++calls == 2)
+                std::set_new_handler(nullptr);
+        });
+        threw = false;
+        try {
+            volatile size_t huge = SIZE_MAX / 4;
+            char *x = new char[huge];
+            delete[] x;
+        } catch (const std::bad_alloc &) {
+            threw = true;
+        }
+        CHECK(threw && calls == 2);
+        // new of every small and middle size, each written whole
+        for (size_t sz = 1; sz <= 2100; sz++) {
+            char *p = static_cast<char *>(::operator new(sz));
+            for (size_t i = 0; i < sz; i++)
+                p[i] = static_cast<char>(i);
+            CHECK(p[sz - 1] == static_cast<char>(sz - 1));
+            ::operator delete(p);
+        }
+    }
     std::vector<std::thread> ts;
     for (int t = 0; t < 4; t++)
         ts.emplace_back([] {
