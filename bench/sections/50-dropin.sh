@@ -12,7 +12,7 @@ di_ok() { [ "$1" = kslab-slub ] || peer_ok "$1"; }
 : > "$RAW/dropin_pair.tsv"
 LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc (slub)" >> "$RAW/dropin_pair.tsv"
 for a in slab slob-seg; do KSLAB_ALLOCATOR=$a LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc ($a)" >> "$RAW/dropin_pair.tsv"; done
-grep -v missing "$RAW/micro.tsv" | grep "malloc" >> "$RAW/dropin_pair.tsv" || true
+grep -v missing "$RAW/micro.tsv" | grep -E "malloc|operator new" >> "$RAW/dropin_pair.tsv" || true
 : > "$RAW/dropin.tsv"
 tmpd=$(mktemp -d)
 RUNCMD=$PWD/$B/runcmd
@@ -53,7 +53,7 @@ rm -rf "$tmpd"
 {
   echo "## libkslab-malloc: any program on kslab (LD_PRELOAD)"
   echo
-  echo "### malloc(32)+free and malloc(256)+free pairs"
+  echo "### malloc(32)+free, malloc(256)+free and operator new(32)+delete pairs"
   echo
   echo "| allocator | pair | ns/pair (min-max) | cycles/pair |"
   echo "|---|---|---|---|"
