@@ -840,9 +840,9 @@ void *kslab_malloc(size_t size, gfp_t flags)
 
 /* malloc for a caller whose failure is not NULL (C++ operator new,
  * malloc.c): the small classes' per-CPU pop inline, and everything else --
- * a larger size, an empty sheaf, the per-thread mode -- a tail call to
- * miss(NULL, flags, size), which allocates by kslab_malloc and handles its
- * failure.  Testing malloc's result instead made the caller keep the size
+ * a larger size (s NULL), an empty sheaf, the per-thread mode -- a tail
+ * call to miss(s, flags, size), which allocates by kslab_malloc and
+ * handles its failure.  Testing malloc's result instead made the caller keep the size
  * across the call: operator new cost 4 cycles a pair more than malloc. */
 void *kslab_malloc_or(size_t size, kslab_alloc_miss_fn miss)
 {
