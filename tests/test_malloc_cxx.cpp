@@ -14,6 +14,20 @@ static int pass, fail;
 
 struct alignas(256) Big { char b[300]; };
 
+// operator new[] of more than memory holds: std::bad_alloc
+static bool huge_new_throws()
+{
+    try {
+        volatile size_t huge = SIZE_MAX / 4;
+        char *x = new char[huge];
+        __asm__ volatile("" : : "r"(x) : "memory");   // not elided with the delete
+        delete[] x;
+    } catch (const std::bad_alloc &) {
+        return true;
+    }
+    return false;
+}
+
 int main()
 {
     for (int i = 0; i < 1000; i++) {
@@ -48,15 +62,7 @@ int main()
     int *n = new (std::nothrow) int[10];
     CHECK(n != nullptr);
     delete[] n;
-    bool threw = false;
-    try {
-        volatile size_t huge = SIZE_MAX / 4;
-        char *x = new char[huge];
-        delete[] x;
-    } catch (const std::bad_alloc &) {
-        threw = true;
-    }
-    CHECK(threw);
+    CHECK(huge_new_throws());
     // a failing operator new calls the new-handler and retries, until the
     // handler removes itself: then std::bad_alloc
     {
@@ -65,15 +71,7 @@ int main()
             if (++calls == 2)
                 std::set_new_handler(nullptr);
         });
-        threw = false;
-        try {
-            volatile size_t huge = SIZE_MAX / 4;
-            char *x = new char[huge];
-            delete[] x;
-        } catch (const std::bad_alloc &) {
-            threw = true;
-        }
-        CHECK(threw && calls == 2);
+        CHECK(huge_new_throws() && calls == 2);
         // new of every small and middle size, each written whole
         for (size_t sz = 1; sz <= 2100; sz++) {
             char *p = static_cast<char *>(::operator new(sz));
