@@ -543,7 +543,7 @@ noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_
     return alloc_slow(s, gfp, kmalloc_size);
 }
 
-void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
+fastpath_fn void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
 {
     return fast_alloc(s, flags, 0);
 }
@@ -578,7 +578,7 @@ static noinline void kmem_cache_free_check(struct kmem_cache *s, void *x)
         kmem_cache_free_slow(s, x);
 }
 
-void kmem_cache_free(struct kmem_cache *s, void *x)
+fastpath_fn void kmem_cache_free(struct kmem_cache *s, void *x)
 {
     /* One compare for NULL and for what the inline test must not see: an
      * empty cpu entry (slab_base 0) would take x below 1 MiB as an object. */
@@ -752,7 +752,7 @@ static inline void *kmalloc_at(size_t size, gfp_t flags, uintptr_t caller)
 /* kmalloc_at's body again, not a call to it: inlined, the return address
  * was loaded on the fast path too (one instruction per kmalloc); spelled
  * here, the compiler loads it only on the way to kmalloc_other. */
-void *kmalloc(size_t size, gfp_t flags)
+fastpath_fn void *kmalloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
         return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
@@ -833,7 +833,7 @@ static inline __attribute__((always_inline)) void *malloc_classes(size_t size, g
     return kslab_malloc_large(size, flags);
 }
 
-void *kslab_malloc(size_t size, gfp_t flags)
+fastpath_fn void *kslab_malloc(size_t size, gfp_t flags)
 {
     return malloc_classes(size, flags);
 }
@@ -844,7 +844,7 @@ void *kslab_malloc(size_t size, gfp_t flags)
  * call to miss(s, flags, size), which allocates by kslab_malloc and
  * handles its failure.  Testing malloc's result instead made the caller keep the size
  * across the call: operator new cost 4 cycles a pair more than malloc. */
-void *kslab_malloc_or(size_t size, kslab_alloc_miss_fn miss)
+fastpath_fn void *kslab_malloc_or(size_t size, kslab_alloc_miss_fn miss)
 {
     const gfp_t flags = GFP_KERNEL | KSLAB_GFP_MALLOC;
     if (likely(size - 1 < 1024))
@@ -854,7 +854,7 @@ void *kslab_malloc_or(size_t size, kslab_alloc_miss_fn miss)
 
 /* malloc itself: its flags are constants, so no __GFP_ZERO test after the
  * pop (two instructions a malloc). */
-void *kslab_malloc_plain(size_t size)
+fastpath_fn void *kslab_malloc_plain(size_t size)
 {
     return malloc_classes(size, GFP_KERNEL | KSLAB_GFP_MALLOC);
 }
@@ -1095,7 +1095,7 @@ static inline __attribute__((always_inline)) void kfree_in(const void *x, bool f
     kfree_to_backend(s, x);
 }
 
-void kfree(const void *x)
+fastpath_fn void kfree(const void *x)
 {
     kfree_in(x, false);
 }

@@ -49,7 +49,7 @@ static inline bool never_given(const void *p)
 /* noinline: the other deallocations jump here, and kslab_free, called
  * from here alone, is inlined into it (jumping on to kslab_free cost a
  * malloc+free pair 0.2 - 0.5 ns) */
-EXPORT noinline void free(void *p)
+EXPORT noinline fastpath_fn void free(void *p)
 {
     kslab_free(p);
 }

@@ -20,6 +20,11 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define noinline    __attribute__((__noinline__))
 #define cold_fn     __attribute__((cold, __noinline__))
+/* A fast path's entry: on a 64-byte boundary, so that its timing does not
+ * move with the code laid out before it (identical malloc and free code
+ * took 0.5 ns a pair more, 6.00 against 5.46, after an unrelated change
+ * shifted them by 48 bytes). */
+#define fastpath_fn __attribute__((aligned(64)))
 
 #define PAGE_SHIFT 12
 #define PAGE_SIZE  (1ul << PAGE_SHIFT)
