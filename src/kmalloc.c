@@ -231,6 +231,12 @@ static struct kmem_cache *const malloc_small_cache[64] = {
 };
 #undef MS16
 #undef MS4
+/* malloc's small classes (1 .. 1024 bytes): one table load */
+#define MALLOC_SMALL_MAX 1024
+static inline struct kmem_cache *malloc_small(size_t size)
+{
+    return malloc_small_cache[(size - 1) >> 4];
+}
 
 /* Above 1 KiB, where every class boundary is a multiple of 128, a table
  * with one entry per 128 bytes gives the cache itself: one load where the
@@ -420,7 +426,7 @@ static cold_fn void malloc_split_create(struct kmem_cache *class, struct malloc_
 static void malloc_split_vote(struct kmem_cache *s, size_t n)
 {
     size_t i = kslab_malloc_class_of(s);
-    if (i >= MALLOC_CLASSES || n <= 1024)
+    if (i >= MALLOC_CLASSES || n <= MALLOC_SMALL_MAX)
         return;                         /* not a class (an exact cache), or the table's */
     struct malloc_split *sp = &malloc_splits[i];
     if (atomic_load_explicit(&sp->limit, memory_order_relaxed))
@@ -822,8 +828,8 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
 /* malloc's kmalloc: the malloc classes, then the page classes. */
 static inline __attribute__((always_inline)) void *malloc_classes(size_t size, gfp_t flags)
 {
-    if (likely(size - 1 < 1024))
-        return fast_alloc(malloc_small_cache[(size - 1) >> 4], flags, size);
+    if (likely(size - 1 < MALLOC_SMALL_MAX))
+        return fast_alloc(malloc_small(size), flags, size);
     if (likely(size - 1 < MALLOC_MAX_CACHE_SIZE)) {
         uintptr_t c = malloc_mid_bucket(size);
         if (unlikely(c & 1))
@@ -847,8 +853,8 @@ fastpath_fn void *kslab_malloc(size_t size, gfp_t flags)
 fastpath_fn void *kslab_malloc_or(size_t size, kslab_alloc_miss_fn miss)
 {
     const gfp_t flags = GFP_KERNEL | KSLAB_GFP_MALLOC;
-    if (likely(size - 1 < 1024))
-        return fast_alloc_or(malloc_small_cache[(size - 1) >> 4], flags, size, miss, miss);
+    if (likely(size - 1 < MALLOC_SMALL_MAX))
+        return fast_alloc_or(malloc_small(size), flags, size, miss, miss);
     return miss(NULL, flags, size);
 }
 

@@ -386,7 +386,9 @@ miss:
  * CPU's hint vouches for it (an object start of the hinted slab, no slab
  * given back since); otherwise to `check`.  Operands: base as a memory
  * operand (x86: a plain load is the acquire pcpu_base gives), one register
- * fewer, so kmem_cache_free saves none, in either mode. */
+ * fewer, so kmem_cache_free's per-CPU path saves none (its unhinted check
+ * is out of line for the same reason; the per-thread mode's push, which
+ * decodes the head's successor, saves two after its range test). */
 #define PCPU_PUSH_HINTED(s, x, check, miss)                                     \
     do {                                                                        \
         uintptr_t e_, w_, t_, v_, a_;                                           \
