@@ -99,7 +99,8 @@ struct arena {
     struct arena *next_arena;
     uint64_t pad0;
     uint32_t meta_pages;
-    uint32_t pad[11];                          /* header is 64 bytes */
+    uint32_t carved;                           /* pages below it are on the buddy (pages_lock) */
+    uint32_t pad[10];                          /* header is 64 bytes */
     struct slab pages[ARENA_PAGES];
     /* kfree's map: one word per page of a published slab, its cache and
      * colour (pmap_entry); 0 for every other page.  8 bytes a page where
@@ -417,6 +418,9 @@ void pages_memory(struct kslab_memory *m);
  * p (-1 if none), and the number of buddy invariant violations. */
 int pages_free_order(const void *p);
 long pages_check(void);
+/* Pages of the newest arena not yet carved onto the buddy (*first, if not
+ * NULL: the first one's descriptor, or NULL). */
+unsigned pages_uncarved(const struct slab **first);
 void pages_atfork(int phase);                   /* kslab_lock_atfork's phases */
 uint64_t kslab_pages_in_use(void);
 

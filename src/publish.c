@@ -65,6 +65,11 @@ void kslab_publish_init(void)
     publish_interval_ns = (ms ? ms : 1) * 1000000ull;
     ns0 = coarse_ns();
     tsc0 = kslab_rdtsc();
+    /* The first snapshot waits one interval: a process that lives less
+     * (a shell's seq, tr, sed...) never creates, fills and removes a file
+     * no reader could have caught.  The gate opens at once, so the first
+     * slow path sets it to the real deadline. */
+    atomic_store_explicit(&publish_next, ns0 + publish_interval_ns, memory_order_relaxed);
     __atomic_store_n(&kslab_publish_next_tsc, publish_on ? 0 : UINT64_MAX, __ATOMIC_RELAXED);
 }
 
@@ -266,6 +271,13 @@ void kslab_publish_tick_slow(void)
                           memory_order_relaxed, memory_order_relaxed))
         return;
     kslab_publish_now();
+}
+
+/* fork's child handler: a child, too, publishes only once it has lived an
+ * interval (most children exec or exit before that). */
+void kslab_publish_atfork_child(void)
+{
+    atomic_store_explicit(&publish_next, coarse_ns() + publish_interval_ns, memory_order_relaxed);
 }
 
 /* At exit (and before kslab aborts on a report): the final snapshot is of no

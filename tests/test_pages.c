@@ -2,6 +2,7 @@
  * its internal headers: the buddy allocator (natural alignment, split, merge,
  * publication), the chunk map and arena bitmap, and obj_index() over every
  * object size and offset. */
+#include <sys/mman.h>
 #include "check.h"
 #include "helpers.h"
 #include "slub.h"
@@ -82,6 +83,53 @@ static void test_buddy_split_merge(void)
     pages_release_all();
     CHECK(pages_free_order(xm) >= 1);
     CHECK(pages_free_order(xm + PAGE_SIZE) >= 1);
+    CHECK_EQ(pages_check(), 0);
+}
+
+/* Arenas are carved lazily: a fresh process's first allocation leaves
+ * almost all of its arena off the buddy, with the descriptor table of that
+ * part never written (not resident), and carving goes on block by block,
+ * into a second arena, with the invariants kept.  Runs first. */
+static void test_lazy_carve(void)
+{
+    const struct slab *first;
+    struct slab *b = pages_alloc(0, &owner_a);
+    CHECK(b != NULL);
+    unsigned before = pages_uncarved(&first);
+    CHECK(before > ARENA_PAGES - 2048);
+    CHECK(first != NULL);
+    if (first) {
+        /* the table's pages past the carved part's: none resident */
+        uintptr_t lo = ALIGN_UP((uintptr_t)first + sizeof *first, PAGE_SIZE);
+        uintptr_t hi = ((uintptr_t)(first + before)) & ~(uintptr_t)(PAGE_SIZE - 1);
+        size_t np = (hi - lo) / PAGE_SIZE, resident = 0;
+        unsigned char *vec = malloc(np);
+        CHECK(vec && mincore((void *)lo, hi - lo, vec) == 0);
+        for (size_t i = 0; vec && i < np; i++)
+            resident += vec[i] & 1;
+        CHECK_EQ(resident, 0);
+        free(vec);
+    }
+    struct slab *c = pages_alloc(0, &owner_a);
+    CHECK(c != NULL);
+    CHECK(pages_uncarved(NULL) + 16 > before);    /* a page costs a few small blocks */
+    pages_publish(b);
+    pages_publish(c);
+    struct slab *big[24];
+    for (int i = 0; i < 24; i++) {                /* more than one arena holds */
+        big[i] = pages_alloc(MAX_PAGE_ORDER, &owner_b);
+        CHECK(big[i] != NULL);
+        if (big[i])
+            pages_publish(big[i]);
+    }
+    CHECK_EQ(pages_check(), 0);
+    CHECK(pages_uncarved(NULL) < ARENA_PAGES);    /* a second arena, part carved */
+    for (int i = 0; i < 24; i++)
+        if (big[i])
+            pages_free(big[i], MAX_PAGE_ORDER);
+    pages_free(b, 0);
+    pages_free(c, 0);
+    pages_release_all();
     CHECK_EQ(pages_check(), 0);
 }
 
@@ -612,6 +660,7 @@ static void test_sheaf_colour(void)
 int main(void)
 {
     kslab_allocator_name();   /* initialise */
+    test_lazy_carve();
     test_buddy_orders();
     test_buddy_split_merge();
     test_publish_walk();

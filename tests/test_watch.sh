@@ -100,6 +100,16 @@ pid2=$!
 wait_for 10 sh -c "! test -e /dev/shm/kslab.$pid" || fail "a new process did not sweep the dead region"
 kill $pid2
 
+# the first snapshot waits one interval (a process that lives less never
+# makes a region): none yet after 0.5 s of a 3 s interval, one after it
+KSLAB_PUBLISH_MS=3000 "$CHILD" > "$T/pidsI" &
+pid=$!
+wait_for 10 test -s "$T/pidsI" || fail "child with KSLAB_PUBLISH_MS=3000 did not start"
+sleep 0.5
+test -e /dev/shm/kslab.$pid && fail "published before its first interval had passed"
+wait_for 10 test -e /dev/shm/kslab.$pid || fail "no region after the first interval"
+kill $pid; wait $pid 2>/dev/null
+
 # KSLAB_PUBLISH=0: nothing published
 KSLAB_PUBLISH=0 "$CHILD" > "$T/pids0" &
 pid=$!
