@@ -31,6 +31,7 @@ for r in $(seq $RUNS); do
     run_w "$who" "sqlite3 (workload.sql)" sqlite3 :memory: ".read $PROG/workload.sql"
     rm -rf "$tmpd/repo"
     run_w "$who" "git (git_work.sh)" sh "$PROG/git_work.sh"
+    run_w "$who" "shell (shell_work.sh)" sh "$PROG/shell_work.sh"
     if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && [ "$who" != glibc ]; then
       port=$((20000 + RANDOM % 20000))
       if [ -n "${DI[$who]}" ]; then
