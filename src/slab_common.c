@@ -366,7 +366,9 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
         s->fp_key = kslab_random64();
         s->fp_swab = ~0ull;
     }
-    snprintf(s->name, sizeof s->name, "%s", name);
+    /* (s is zeroed: the copy is terminated; snprintf here and for malloc's
+     * names was 127 000 of the 286 000 instructions kslab_init ran) */
+    memcpy(s->name, name, strnlen(name, sizeof s->name - 1));
     s->object_size = size;
     flags = kslab_debug_flags(name, flags);
     if ((flags & SLAB_DEBUG_FLAGS) && !kslab_debug_supported()) {
@@ -432,9 +434,12 @@ void kslab_init(void)
                 KMALLOC_CLASSES, false, NULL);
     /* malloc's own classes: 16-byte aligned, as malloc promises. */
     for (unsigned i = 0; i < MALLOC_CLASSES; i++) {
-        char name[KSLAB_NAME_LEN];
-        unsigned size = kslab_malloc_class_size(i);
-        snprintf(name, sizeof name, "malloc-%u", size);
+        char name[KSLAB_NAME_LEN] = "malloc-", digits[12];
+        unsigned size = kslab_malloc_class_size(i), nd = 0;
+        for (unsigned v = size; v || !nd; v /= 10)
+            digits[nd++] = (char)('0' + v % 10);
+        for (unsigned k = 0; k < nd; k++)
+            name[7 + k] = digits[nd - 1 - k];
         cache_setup(kslab_malloc_caches[i], name, size, 16, 0, NULL, id_alloc(), true, NULL);
     }
     kslab_unlock(&cache_lock);
