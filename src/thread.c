@@ -177,8 +177,10 @@ static bool fork_locked;
 
 static void atfork_prepare(void)
 {
-    fork_locked = !prim_single_threaded();
-    if (fork_locked)
+    bool locked = !prim_single_threaded();
+    if (fork_locked != locked)      /* a store every fork: a copy-on-write fault every fork */
+        fork_locked = locked;
+    if (locked)
         atfork_locks(0);
 }
 
