@@ -170,10 +170,13 @@ bool prim_on_fault(void (*fn)(void *addr, bool write))
 const char *prim_getenv(const char *name)
 {
     size_t n = strlen(name);
-    if (!environ)
+    if (!environ || !n)
         return NULL;
+    /* the first byte first: kslab_init asks for a dozen names, and a
+     * strncmp call on every entry for each was 32 000 of the 585 000
+     * instructions `seq 1 5` ran under kslab */
     for (char **e = environ; *e; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+        if ((*e)[0] == name[0] && strncmp(*e, name, n) == 0 && (*e)[n] == '=')
             return *e + n + 1;
     return NULL;
 }

@@ -43,13 +43,17 @@ bool kslab_hardened = true;
  * lock (a relaxed fetch-add per number: two racing callers get different
  * numbers). */
 static _Atomic uint64_t random_state;
-uint64_t kslab_random64(void)
+#define SPLITMIX_STEP 0x9e3779b97f4a7c15ull
+static uint64_t splitmix_out(uint64_t z)
 {
-    uint64_t z = atomic_fetch_add_explicit(&random_state, 0x9e3779b97f4a7c15ull,
-                                           memory_order_relaxed) + 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+uint64_t kslab_random64(void)
+{
+    return splitmix_out(atomic_fetch_add_explicit(&random_state, SPLITMIX_STEP,
+                                                  memory_order_relaxed) + SPLITMIX_STEP);
 }
 
 /* Freelist randomization (CONFIG_SLAB_FREELIST_RANDOM; off with
@@ -136,15 +140,17 @@ unsigned kslab_shuffle_window(const struct kmem_cache *s)
     return window_of(s, &stride);
 }
 
-/* idx[0..m) := a uniformly random permutation of 0..m-1 */
-static void shuffle(uint8_t *idx, uint32_t m)
+/* idx[0..m) := a uniformly random permutation of 0..m-1; its random words
+ * from kslab_random64, or, with `local`, from a splitmix64 sequence of the
+ * caller's (perm8_init: 256 fetch-adds on the shared state at start-up) */
+static void shuffle(uint8_t *idx, uint32_t m, uint64_t *local)
 {
     uint64_t r = 0;
     for (uint32_t i = 0; i < m; i++)
         idx[i] = (uint8_t)i;
     for (uint32_t i = m - 1, used = 8; m && i > 0; i--, used++) {
         if (used == 8) {
-            r = kslab_random64();
+            r = local ? splitmix_out(*local += SPLITMIX_STEP) : kslab_random64();
             used = 0;
         }
         uint32_t j = (uint32_t)(((r & 0xff) * (i + 1)) >> 8);   /* 0 .. i */
@@ -174,8 +180,9 @@ static uint64_t perm8[PERM8];       /* byte k: the k-th index of the window */
 static void perm8_init(void)
 {
     uint8_t idx[8];
+    uint64_t local = kslab_random64();
     for (unsigned e = 0; e < PERM8; e++) {
-        shuffle(idx, 8);
+        shuffle(idx, 8, &local);
         uint64_t v = 0;
         for (unsigned k = 0; k < 8; k++)
             v |= (uint64_t)idx[k] << (8 * k);
@@ -225,7 +232,7 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
             return;
     }
     if (it->m > 8) {
-        shuffle(it->idx, it->m);
+        shuffle(it->idx, it->m, NULL);
         return;
     }
     if (it->m < 2) {
