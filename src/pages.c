@@ -242,7 +242,7 @@ static struct arena *zone_arena(void)
  * block at a time, in address order, as buddy_take needs them (arena_carve).
  * Pushing all of them when the arena was made wrote the descriptor of every
  * 4 MiB block's head, 48 KiB of table apart: 16 page faults in every process
- * that allocates at all, 18 of the 183 of a `seq 1 5`.  Pages at or above
+ * that allocates at all (of the 183 of a `seq 1 5`).  Pages at or above
  * a->carved have zero descriptors (PG_META, no cache), which no merge, walker
  * or lookup takes for a free or live block; only the newest arena can have
  * such pages, since the next is made only once it is carved whole. */
