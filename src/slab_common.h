@@ -537,6 +537,7 @@ enum { MALLOC_CLASSES = 88 };
 #define MALLOC_MAX_CACHE_SIZE 131072u
 extern struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES];
 unsigned kslab_malloc_class_size(unsigned i);
+void kslab_malloc_name(char name[KSLAB_NAME_LEN], unsigned size);   /* malloc-<size> */
 /* kmalloc classes 0..12, the kmem_cache cache (13), then the malloc
  * classes from MALLOC_BOOT (slab_common.c). */
 enum { MALLOC_BOOT = KMALLOC_CLASSES + 1, BOOT_CACHES = MALLOC_BOOT + MALLOC_CLASSES };
