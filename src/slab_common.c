@@ -140,17 +140,17 @@ unsigned kslab_shuffle_window(const struct kmem_cache *s)
     return window_of(s, &stride);
 }
 
-/* idx[0..m) := a uniformly random permutation of 0..m-1; its random words
- * from kslab_random64, or, with `local`, from a splitmix64 sequence of the
- * caller's (perm8_init: 256 fetch-adds on the shared state at start-up) */
-static void shuffle(uint8_t *idx, uint32_t m, uint64_t *local)
+/* idx[0..m) := a uniformly random permutation of 0..m-1, its random words
+ * a splitmix64 sequence from *seed (one kslab_random64 per caller, not one
+ * fetch-add on the shared state per 8 swaps: perm8_init made 256) */
+static void shuffle(uint8_t *idx, uint32_t m, uint64_t *seed)
 {
     uint64_t r = 0;
     for (uint32_t i = 0; i < m; i++)
         idx[i] = (uint8_t)i;
     for (uint32_t i = m - 1, used = 8; m && i > 0; i--, used++) {
         if (used == 8) {
-            r = local ? splitmix_out(*local += SPLITMIX_STEP) : kslab_random64();
+            r = splitmix_out(*seed += SPLITMIX_STEP);
             used = 0;
         }
         uint32_t j = (uint32_t)(((r & 0xff) * (i + 1)) >> 8);   /* 0 .. i */
@@ -180,9 +180,9 @@ static uint64_t perm8[PERM8];       /* byte k: the k-th index of the window */
 static void perm8_init(void)
 {
     uint8_t idx[8];
-    uint64_t local = kslab_random64();
+    uint64_t seed = kslab_random64();
     for (unsigned e = 0; e < PERM8; e++) {
-        shuffle(idx, 8, &local);
+        shuffle(idx, 8, &seed);
         uint64_t v = 0;
         for (unsigned k = 0; k < 8; k++)
             v |= (uint64_t)idx[k] << (8 * k);
@@ -232,7 +232,8 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
             return;
     }
     if (it->m > 8) {
-        shuffle(it->idx, it->m, NULL);
+        uint64_t seed = kslab_random64();
+        shuffle(it->idx, it->m, &seed);
         return;
     }
     if (it->m < 2) {
