@@ -57,6 +57,15 @@ static uint64_t coarse_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The first snapshot waits one interval from `now` (a process's start, a
+ * fork child's birth): a process that lives less (a shell's seq, tr,
+ * sed...) never creates, fills and removes a file no reader could have
+ * caught. */
+static void publish_first_after(uint64_t now)
+{
+    atomic_store_explicit(&publish_next, now + publish_interval_ns, memory_order_relaxed);
+}
+
 void kslab_publish_init(void)
 {
     const char *v = prim_getenv("KSLAB_PUBLISH");
@@ -65,11 +74,8 @@ void kslab_publish_init(void)
     publish_interval_ns = (ms ? ms : 1) * 1000000ull;
     ns0 = coarse_ns();
     tsc0 = kslab_rdtsc();
-    /* The first snapshot waits one interval: a process that lives less
-     * (a shell's seq, tr, sed...) never creates, fills and removes a file
-     * no reader could have caught.  The gate opens at once, so the first
-     * slow path sets it to the real deadline. */
-    atomic_store_explicit(&publish_next, ns0 + publish_interval_ns, memory_order_relaxed);
+    publish_first_after(ns0);
+    /* the gate opens at once: the first slow path sets its real deadline */
     __atomic_store_n(&kslab_publish_next_tsc, publish_on ? 0 : UINT64_MAX, __ATOMIC_RELAXED);
 }
 
@@ -277,7 +283,7 @@ void kslab_publish_tick_slow(void)
  * interval (most children exec or exit before that). */
 void kslab_publish_atfork_child(void)
 {
-    atomic_store_explicit(&publish_next, coarse_ns() + publish_interval_ns, memory_order_relaxed);
+    publish_first_after(coarse_ns());
 }
 
 /* At exit (and before kslab aborts on a report): the final snapshot is of no
