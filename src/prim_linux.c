@@ -170,7 +170,7 @@ bool prim_on_fault(void (*fn)(void *addr, bool write))
 const char *prim_getenv(const char *name)
 {
     size_t n = strlen(name);
-    if (!environ || !n)
+    if (!environ)
         return NULL;
     /* the first byte first: kslab_init asks for a dozen names, and a
      * strncmp call on every entry for each was 32 000 of the 585 000
