@@ -245,15 +245,15 @@ static struct arena *zone_arena(void)
  * that allocates at all (of the 183 of a `seq 1 5`).  Pages at or above
  * a->carved have zero descriptors (PG_META, no cache), which no merge, walker
  * or lookup takes for a free or live block; only the newest arena can have
- * such pages, since the next is made only once it is carved whole. */
-static struct arena *carving;
+ * such pages, since the next is made only once it is carved whole, and the
+ * newest heads `arenas`. */
 
 /* Put blocks of the newest arena's uncarved part on the buddy, lowest
  * first, until one of at least `order` is there; false if it has none
  * left (pages_lock). */
 static bool arena_carve(unsigned order)
 {
-    struct arena *a = carving;
+    struct arena *a = arenas;
     while (a && a->carved < ARENA_PAGES) {
         unsigned i = a->carved, k = MAX_PAGE_ORDER;
         while ((i & ((1u << k) - 1)) || i + (1u << k) > ARENA_PAGES)
@@ -283,7 +283,6 @@ static bool arena_grow(void)
     a->carved = a->meta_pages;
     a->next_arena = arenas;
     arenas = a;
-    carving = a;
     atomic_fetch_add_explicit(&nr_arenas, 1, memory_order_relaxed);
     /* release: a free that sees the larger bound finds the arena's header
      * written (its pointer came from a slab here, handed out after this;
@@ -1071,7 +1070,7 @@ static int free_order_locked(struct arena *a, size_t idx)
 unsigned pages_uncarved(const struct slab **first)
 {
     kslab_lock(&pages_lock);
-    struct arena *a = carving;
+    struct arena *a = arenas;
     unsigned n = a ? ARENA_PAGES - a->carved : 0;
     if (first)
         *first = a && n ? &a->pages[a->carved] : NULL;
@@ -1110,7 +1109,7 @@ long pages_check(void)
         for (unsigned i = 0; i < a->meta_pages; i++)
             bad += a->pages[i].pg_state != PG_META;
         if (a->carved < a->meta_pages || a->carved > ARENA_PAGES ||
-            (a->carved < ARENA_PAGES && a != carving))
+            (a->carved < ARENA_PAGES && a != arenas))
             bad++;                         /* only the newest arena is part carved */
         for (unsigned i = a->carved; i < ARENA_PAGES; i++)
             bad += a->pages[i].pg_state != PG_META || a->pages[i].cache != NULL;
