@@ -62,7 +62,7 @@ uint64_t kslab_random64(void)
  * freelists and SLAB's index arrays: a new slab's objects are handed out
  * one window of kslab_random_window (8) consecutive objects at a time, in
  * address order of the windows, the objects of each in a random order
- * (one of 256 permutations drawn at start-up, perm8 below; Fisher-Yates
+ * (one of 256 permutations, each drawn at its first use, perm8 below; Fisher-Yates
  * for windows above 8).  The next object handed out
  * after x is x's neighbour in memory (an overflow's victim) one time in 8,
  * not always, and where each object comes differs in every window of
@@ -142,7 +142,7 @@ unsigned kslab_shuffle_window(const struct kmem_cache *s)
 
 /* idx[0..m) := a uniformly random permutation of 0..m-1, its random words
  * a splitmix64 sequence from *seed (one kslab_random64 per caller, not one
- * fetch-add on the shared state per 8 swaps: perm8_init made 256) */
+ * fetch-add on the shared state per 8 swaps) */
 static void shuffle(uint8_t *idx, uint32_t m, uint64_t *seed)
 {
     uint64_t r = 0;
@@ -163,31 +163,41 @@ static void shuffle(uint8_t *idx, uint32_t m, uint64_t *seed)
 
 /* Windows of up to 8 objects (the default's, and every window that the
  * span bounds) take their order from a table of PERM8 permutations of
- * 0..7 drawn when kslab starts (read_options), one picked by a random byte
- * per window: the objects of a smaller window m in the order the table's
- * entry lists 0..m-1 (the relative order of m of a uniformly random
- * permutation's elements is a uniformly random permutation of them).  A
- * window's order is one of 256, each equally likely, where the kernel's
- * CONFIG_SLAB_FREELIST_RANDOM gives a whole slab one of `objects` orders
- * (one precomputed sequence per cache, entered at a random place).
+ * 0..7, one picked by a random byte per window: the objects of a smaller
+ * window m in the order the table's entry lists 0..m-1 (the relative
+ * order of m of a uniformly random permutation's elements is a uniformly
+ * random permutation of them).  A window's order is one of 256, each
+ * equally likely, where the kernel's CONFIG_SLAB_FREELIST_RANDOM gives a
+ * whole slab one of `objects` orders (one precomputed sequence per cache,
+ * entered at a random place).
  * With Fisher-Yates for every window, linking a fresh object took 45
  * instructions; with the table, 27 (callgrind, python3 alloc_heavy.py
  * 100000: carving's link_objects 32.4 M -> 19.1 M, the whole run 3 236 M
- * -> 3 222 M). */
+ * -> 3 222 M).
+ * Each entry is drawn the first time a window picks it (0: not yet; a
+ * permutation of 0..7 has bytes 1..7 in it, so it is never 0).  Drawing
+ * all 256 when kslab started cost every process 48 000 instructions
+ * (callgrind, `seq 1 5`: 8 % of its run under kslab), where a short-lived
+ * one links a few dozen windows. */
 #define PERM8 256
 static uint64_t perm8[PERM8];       /* byte k: the k-th index of the window */
 
-static void perm8_init(void)
+static uint64_t perm8_entry(unsigned e)
 {
-    uint8_t idx[8];
-    uint64_t seed = kslab_random64();
-    for (unsigned e = 0; e < PERM8; e++) {
+    /* relaxed, load and store: an entry is a value, not a publication of
+     * other data.  Two threads that both find it 0 each draw one; either
+     * store leaves a uniformly random permutation, and a window that read
+     * the other is no less random. */
+    uint64_t v = __atomic_load_n(&perm8[e], __ATOMIC_RELAXED);
+    if (unlikely(!v)) {
+        uint8_t idx[8];
+        uint64_t seed = kslab_random64();
         shuffle(idx, 8, &seed);
-        uint64_t v = 0;
         for (unsigned k = 0; k < 8; k++)
             v |= (uint64_t)idx[k] << (8 * k);
-        perm8[e] = v;
+        __atomic_store_n(&perm8[e], v, __ATOMIC_RELAXED);
     }
+    return v;
 }
 
 void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, uint32_t from,
@@ -244,7 +254,7 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
         it->r = kslab_random64();
         it->rbytes = 8;
     }
-    uint64_t p = perm8[it->r & (PERM8 - 1)];
+    uint64_t p = perm8_entry((unsigned)(it->r & (PERM8 - 1)));
     it->r >>= 8;
     it->rbytes--;
     if (it->m == 8) {                   /* the usual window: the entry itself */
@@ -271,7 +281,6 @@ static void read_options(void)
     kslab_stride_min = kslab_env_number("KSLAB_RANDOM_STRIDE", kslab_stride_min);
     kslab_stride_span = kslab_env_number("KSLAB_STRIDE_SPAN", kslab_stride_span);
     atomic_store_explicit(&random_state, prim_random_seed(), memory_order_relaxed);
-    perm8_init();
     kslab_init_on_alloc = env_flag("KSLAB_INIT_ON_ALLOC");
     kslab_init_on_free = env_flag("KSLAB_INIT_ON_FREE");
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
