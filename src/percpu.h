@@ -241,7 +241,7 @@ void __tsan_release(void *addr);
     "movq %[t], %%fs:8(%[off])\n\t"                                           \
     "1:\n\t"                                                                  \
     "movl %%fs:4(%[off]), %k[e]\n\t"                                          \
-    "shlq $9, %[e]\n\t"                                                       \
+    "shlq $" PCPU_STR(PCPU_SHIFT) ", %[e]\n\t"                               \
     "addq %[base], %[e]\n\t"                                                  \
     "movq (%[e]), %[w]\n\t"                                                   \
     "movzwl %w[w], %k[t]\n\t"
