@@ -62,8 +62,8 @@ uint64_t kslab_random64(void)
  * freelists and SLAB's index arrays: a new slab's objects are handed out
  * one window of kslab_random_window (8) consecutive objects at a time, in
  * address order of the windows, the objects of each in a random order
- * (one of 256 permutations, each drawn at its first use, perm8 below; Fisher-Yates
- * for windows above 8).  The next object handed out
+ * (one of 256 permutations, each drawn at its first use, perm8 below;
+ * Fisher-Yates for windows above 8).  The next object handed out
  * after x is x's neighbour in memory (an overflow's victim) one time in 8,
  * not always, and where each object comes differs in every window of
  * every slab.
