@@ -12,7 +12,8 @@ di_ok() { [ "$1" = kslab-slub ] || peer_ok "$1"; }
 : > "$RAW/dropin_pair.tsv"
 LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc (slub)" >> "$RAW/dropin_pair.tsv"
 for a in slab slob-seg; do KSLAB_ALLOCATOR=$a LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc ($a)" >> "$RAW/dropin_pair.tsv"; done
-grep -v missing "$RAW/micro.tsv" | grep -E "malloc|operator new" >> "$RAW/dropin_pair.tsv" || true
+# the peers' pairs, from section 00 (absent when KSLAB_BENCH_SECTIONS leaves it out)
+[ -f "$RAW/micro.tsv" ] && { grep -v missing "$RAW/micro.tsv" | grep -E "malloc|operator new" >> "$RAW/dropin_pair.tsv" || true; }
 : > "$RAW/dropin.tsv"
 tmpd=$(mktemp -d)
 RUNCMD=$PWD/$B/runcmd
