@@ -141,16 +141,16 @@ unsigned kslab_shuffle_window(const struct kmem_cache *s)
 }
 
 /* idx[0..m) := a uniformly random permutation of 0..m-1, its random words
- * a splitmix64 sequence from *seed (one kslab_random64 per caller, not one
- * fetch-add on the shared state per 8 swaps) */
-static void shuffle(uint8_t *idx, uint32_t m, uint64_t *seed)
+ * a splitmix64 sequence from one kslab_random64 (one fetch-add on the
+ * shared state, not one per 8 swaps) */
+static void shuffle(uint8_t *idx, uint32_t m)
 {
-    uint64_t r = 0;
+    uint64_t r = 0, seed = kslab_random64();
     for (uint32_t i = 0; i < m; i++)
         idx[i] = (uint8_t)i;
     for (uint32_t i = m - 1, used = 8; m && i > 0; i--, used++) {
         if (used == 8) {
-            r = splitmix_out(*seed += SPLITMIX_STEP);
+            r = splitmix_out(seed += SPLITMIX_STEP);
             used = 0;
         }
         uint32_t j = (uint32_t)(((r & 0xff) * (i + 1)) >> 8);   /* 0 .. i */
@@ -191,8 +191,7 @@ static uint64_t perm8_entry(unsigned e)
     uint64_t v = __atomic_load_n(&perm8[e], __ATOMIC_RELAXED);
     if (unlikely(!v)) {
         uint8_t idx[8];
-        uint64_t seed = kslab_random64();
-        shuffle(idx, 8, &seed);
+        shuffle(idx, 8);
         for (unsigned k = 0; k < 8; k++)
             v |= (uint64_t)idx[k] << (8 * k);
         __atomic_store_n(&perm8[e], v, __ATOMIC_RELAXED);
@@ -242,8 +241,7 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
             return;
     }
     if (it->m > 8) {
-        uint64_t seed = kslab_random64();
-        shuffle(it->idx, it->m, &seed);
+        shuffle(it->idx, it->m);
         return;
     }
     if (it->m < 2) {
