@@ -183,18 +183,9 @@ static struct kmem_cache *const kmalloc_caches[KMALLOC_CLASSES] = {
  * the slab fast path, not the page allocator's pcp lists (10.5 -> ~6 ns).
  * Each is a boot cache of its own, malloc-16 ... malloc-131072, kept apart
  * from the kmalloc classes so slabinfo shows what the program's malloc
- * holds.  A constant table, like kmalloc_caches (one load, no multiply by
- * sizeof(struct kmem_cache)), so malloc before initialisation reaches the
- * slow path. */
-#define MC(i) &kslab_boot_caches[MALLOC_BOOT + (i)]
-#define MC8(i) MC(i), MC(i + 1), MC(i + 2), MC(i + 3), MC(i + 4), MC(i + 5), MC(i + 6), MC(i + 7)
-struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES] = {
-    MC8(0), MC8(8), MC8(16), MC8(24), MC8(32), MC8(40), MC8(48), MC8(56), MC8(64),
-    MC8(72), MC8(80)
-};
-_Static_assert(MALLOC_CLASSES == 88, "the table above lists 88 classes");
-#undef MC8
-#undef MC
+ * holds; each is set up on its first allocation (slab_common.c,
+ * kslab_malloc_class_setup), and malloc finds it through the two tables
+ * below. */
 
 unsigned kslab_malloc_class_size(unsigned i)
 {
@@ -234,16 +225,18 @@ void kslab_malloc_name(char name[KSLAB_NAME_LEN], unsigned size)
  * of cache pointers, one entry per 16 bytes (every class boundary below
  * 1 KiB is a multiple of 16): one load instead of the formula's bsr and
  * shifts (about twenty instructions), and one load, not two, as a table of
- * class numbers indexing kslab_malloc_caches took (malloc's chain of
+ * class numbers indexing a table of caches took (malloc's chain of
  * dependent loads, size to object, is the table, the cache's per-CPU base,
  * the sheaf's header, its slot: in python3 each of them showed in the
  * profile as a stall). */
-/* malloc's cache for n bytes, an address constant (both tables below) */
-#define MALLOC_CACHE(n) &kslab_boot_caches[MALLOC_BOOT + MALLOC_CLASS(n)]
+/* Both tables below start naming kslab_malloc_unset for every class: a
+ * class is set up on its first allocation, which then names it in them
+ * (malloc_unset_alloc). */
+#define MALLOC_CACHE(n) kslab_malloc_unset
 #define MS4(k) MALLOC_CACHE(16 * (k) + 16), MALLOC_CACHE(16 * (k) + 32), \
     MALLOC_CACHE(16 * (k) + 48), MALLOC_CACHE(16 * (k) + 64)
 #define MS16(k) MS4(k), MS4(k + 4), MS4(k + 8), MS4(k + 12)
-static struct kmem_cache *const malloc_small_cache[64] = {
+static struct kmem_cache *_Atomic malloc_small_cache[64] = {
     MS16(0), MS16(16), MS16(32), MS16(48)
 };
 #undef MS16
@@ -252,7 +245,9 @@ static struct kmem_cache *const malloc_small_cache[64] = {
 #define MALLOC_SMALL_MAX 1024
 static inline struct kmem_cache *malloc_small(size_t size)
 {
-    return malloc_small_cache[(size - 1) >> 4];
+    /* acquire (a plain load on x86): pairs with the release that named a
+     * class set up on first use (malloc_unset_alloc) */
+    return atomic_load_explicit(&malloc_small_cache[(size - 1) >> 4], memory_order_acquire);
 }
 
 /* Above 1 KiB, where every class boundary is a multiple of 128, a table
@@ -398,7 +393,7 @@ static inline uintptr_t malloc_mid_bucket(size_t n)
  * the class up to size send there, the one size falls inside to the test. */
 static void malloc_mid_retarget(unsigned i, struct kmem_cache *split, unsigned size)
 {
-    struct kmem_cache *class = kslab_malloc_caches[i];
+    struct kmem_cache *class = atomic_load_explicit(&kslab_malloc_classes[i], memory_order_relaxed);
     for (unsigned b = 8; b < MALLOC_MAX_CACHE_SIZE / 128; b++) {
         if (atomic_load_explicit(&malloc_mid_cache[b], memory_order_relaxed) != class)
             continue;
@@ -483,6 +478,33 @@ static noinline void *malloc_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t 
     return malloc_errno(alloc_slow(s, gfp, kmalloc_size), gfp);
 }
 
+/* A malloc of n bytes (1 .. 128 KiB) whose class is not set up yet (its
+ * table entries name kslab_malloc_unset): set it up (slab_common.c), name
+ * it in both tables (release: the cache is initialised before a thread
+ * that finds it there uses it), and allocate from it.  If cache_lock was
+ * busy, this one block comes from the kmalloc class or the page allocator,
+ * which every free, ksize and realloc take as they take any block. */
+static cold_fn void *kmalloc_large(size_t size, gfp_t flags);
+static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
+{
+    unsigned i = MALLOC_CLASS(n);
+    struct kmem_cache *s = kslab_malloc_class_setup(i);
+    if (!s) {
+        if (n <= KMALLOC_MAX_CACHE_SIZE)
+            return fast_alloc(kmalloc_caches[kmalloc_index(n)], gfp, n);
+        return kmalloc_large(n, gfp);
+    }
+    /* the class holds sizes lo + 1 .. hi; an entry names the class of the
+     * last size it covers (16 or 128 bytes an entry) */
+    unsigned lo = i ? kslab_malloc_class_size(i - 1) : 0, hi = kslab_malloc_class_size(i);
+    for (unsigned k = lo / 16; k < hi / 16 && k < MALLOC_SMALL_MAX / 16; k++)
+        atomic_store_explicit(&malloc_small_cache[k], s, memory_order_release);
+    for (unsigned b = lo / 128; b < hi / 128; b++)
+        if (b >= MALLOC_SMALL_MAX / 128)
+            atomic_store_explicit(&malloc_mid_cache[b], s, memory_order_release);
+    return fast_alloc(s, gfp, n);
+}
+
 /* ---- kmalloc_nolock / kfree_nolock (6.18) ------------------------------------------- */
 /*
  * For any context, a signal handler included (the kernel's: NMI and
@@ -552,6 +574,8 @@ void kfree_nolock(const void *p)
  * in a debugged cache's allocation track) */
 noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
+    if (unlikely(s == kslab_malloc_unset))
+        return malloc_unset_alloc(gfp, kmalloc_size);
     if (unlikely(atomic_load_explicit(&nolock_deferred, memory_order_relaxed)))
         kslab_nolock_drain();
     kslab_publish_tick();           /* once per interval: a snapshot for kslabtop */
@@ -838,7 +862,7 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
         }
     }
     if (size == 0)
-        return fast_alloc(kslab_malloc_caches[0], flags, 16);
+        return fast_alloc(malloc_small(16), flags, 16);
     return kmalloc_large(size, flags | KSLAB_GFP_MALLOC);
 }
 

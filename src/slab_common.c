@@ -361,11 +361,13 @@ static unsigned calculate_alignment(slab_flags_t flags, unsigned align, unsigned
     return (unsigned)ALIGN_UP(align, sizeof(void *));
 }
 
+/* malloc_class: malloc class i + 1 (kslab_malloc_class_setup), or 0 */
 static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, unsigned align,
                        slab_flags_t flags, void (*ctor)(void *), int id, bool kmalloc,
-                       const struct kmem_cache_args *args)
+                       unsigned malloc_class, const struct kmem_cache_args *args)
 {
     memset(s, 0, sizeof *s);
+    s->malloc_class = (uint8_t)malloc_class;
     s->freeptr_req = FREEPTR_NONE;
     if (args) {
         s->useroffset = args->useroffset;
@@ -439,7 +441,7 @@ void kslab_init(void)
         /* power-of-two classes naturally aligned, as the kernel creates them */
         cache_setup(&kslab_boot_caches[i], kmalloc_names[i], size,
                     (size & (size - 1)) == 0 ? size : 0, 0, NULL, KMALLOC_CLASSES - 1 - i, true,
-                    NULL);
+                    0, NULL);
     }
     id_alloc();
     /* Type-safe (the back-ends keep a free object's contents): a destroyed
@@ -447,14 +449,15 @@ void kslab_init(void)
      * after destroy is reported, not followed. */
     cache_setup(kmem_cache_cache, "kmem_cache", sizeof(struct kmem_cache), 64,
                 SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE | SLAB_TYPESAFE_BY_RCU, NULL,
-                KMALLOC_CLASSES, false, NULL);
-    /* malloc's own classes: 16-byte aligned, as malloc promises. */
-    for (unsigned i = 0; i < MALLOC_CLASSES; i++) {
-        char name[KSLAB_NAME_LEN];
-        unsigned size = kslab_malloc_class_size(i);
-        kslab_malloc_name(name, size);
-        cache_setup(kslab_malloc_caches[i], name, size, 16, 0, NULL, id_alloc(), true, NULL);
-    }
+                KMALLOC_CLASSES, false, 0, NULL);
+    /* malloc's unset class (kslab_malloc_class_setup) and the ids of the
+     * boot slots the classes take on first use (each its boot index) */
+    struct kmem_cache *unset = kslab_malloc_unset;
+    memcpy(unset->name, "malloc-unset", sizeof "malloc-unset");
+    unset->pcpu = pcpu_none;
+    unset->id = (uint32_t)id_alloc();
+    for (unsigned i = 0; i < MALLOC_CLASSES; i++)
+        id_alloc();
     kslab_unlock(&cache_lock);
     /* release: everything above is visible to a thread that sees 1 */
     atomic_store_explicit(&kslab_initialised, 1, memory_order_release);
@@ -464,6 +467,52 @@ void kslab_init(void)
     kslab_threads_atfork_init();
     kslab_debug_warm();             /* malloc works now: backtrace() may use it once */
     kslab_unlock(&init_lock);
+}
+
+/*
+ * malloc's classes are set up on first use.  Setting up all 88 in
+ * kslab_init wrote 50 KiB of kmem_cache structs (14 pages, each a fault
+ * in every process), and a short-lived process such as `seq` uses a
+ * dozen classes.  Until then malloc's tables (kmalloc.c) name
+ * kslab_malloc_unset, so a class's first allocation reaches
+ * kslab_alloc_slow, which calls this and then names the class in the
+ * tables.  Each class takes the next free boot slot after the unset one,
+ * so the classes a process uses sit together after the kmalloc classes
+ * (`seq`: their structs on 4 pages, not 14), with the slot's id, reserved
+ * in kslab_init.  It is a boot cache like the others, and joins the cache
+ * list (slabinfo, shrink, fork) when set up.
+ *
+ * cache_lock is only tried: a thread may hold it and call malloc (a
+ * slabinfo writer's fprintf, a thread exiting), and cache_lock comes
+ * before every other lock, which a malloc's caller may hold.  When it is
+ * busy the caller serves that one request from a kmalloc class or the page
+ * allocator (kmalloc.c), and the next malloc of the class tries again.
+ */
+struct kmem_cache *_Atomic kslab_malloc_classes[MALLOC_CLASSES];
+static unsigned malloc_slots_used;      /* boot slots from MALLOC_BOOT taken (cache_lock) */
+
+struct kmem_cache *kslab_malloc_class_setup(unsigned i)
+{
+    kslab_ensure_init();
+    if (!kslab_trylock(&cache_lock))
+        return NULL;
+    /* relaxed: written under cache_lock, which we hold */
+    struct kmem_cache *s = atomic_load_explicit(&kslab_malloc_classes[i], memory_order_relaxed);
+    if (!s) {
+        char name[KSLAB_NAME_LEN];
+        unsigned size = kslab_malloc_class_size(i), slot = MALLOC_BOOT + malloc_slots_used;
+        kslab_malloc_name(name, size);
+        s = &kslab_boot_caches[slot];
+        if (cache_setup(s, name, size, 16, 0, NULL, (int)slot, true, i + 1, NULL)) {
+            s = NULL;
+        } else {
+            malloc_slots_used++;
+            /* release: the cache initialised before a reader finds it */
+            atomic_store_explicit(&kslab_malloc_classes[i], s, memory_order_release);
+        }
+    }
+    kslab_unlock(&cache_lock);
+    return s;
 }
 
 __attribute__((constructor)) static void kslab_ctor(void)
@@ -706,7 +755,7 @@ static struct kmem_cache *cache_create(const char *name, unsigned int size, unsi
     }
     s = kmem_cache_alloc(kmem_cache_cache, GFP_KERNEL);
     if (!s || cache_setup(s, name, size, align, flags & ~SLAB_KSLAB_KMALLOC, ctor, id,
-                          flags & SLAB_KSLAB_KMALLOC, args)) {
+                          flags & SLAB_KSLAB_KMALLOC, 0, args)) {
         id_free((unsigned)id);
         kslab_unlock(&cache_lock);
         if (s)

@@ -137,6 +137,7 @@ struct kmem_cache {
     /* ---- lifecycle, protected by cache_lock ---- */
     int refcount;              /* 1 + number of merged aliases */
     bool is_kmalloc;
+    uint8_t malloc_class;      /* malloc class i + 1 (kslab_malloc_class_of), or 0 */
     /* struct kmem_cache_args (kmem_cache_create's args form): the usercopy
      * window (recorded, never enforced: no copy_to_user here), the free
      * pointer's place inside the object of a SLAB_TYPESAFE_BY_RCU cache
@@ -535,19 +536,30 @@ extern const char *const kmalloc_names[KMALLOC_CLASSES];
  * (malloc-16 ... malloc-131072); larger requests are page-class blocks. */
 enum { MALLOC_CLASSES = 88 };
 #define MALLOC_MAX_CACHE_SIZE 131072u
-extern struct kmem_cache *const kslab_malloc_caches[MALLOC_CLASSES];
+/* Malloc class i's cache once set up (kslab_malloc_class_setup), else NULL.
+ * Written under cache_lock with a release store. */
+extern struct kmem_cache *_Atomic kslab_malloc_classes[MALLOC_CLASSES];
 unsigned kslab_malloc_class_size(unsigned i);
 void kslab_malloc_name(char name[KSLAB_NAME_LEN], unsigned size);   /* malloc-<size> */
-/* kmalloc classes 0..12, the kmem_cache cache (13), then the malloc
- * classes from MALLOC_BOOT (slab_common.c). */
-enum { MALLOC_BOOT = KMALLOC_CLASSES + 1, BOOT_CACHES = MALLOC_BOOT + MALLOC_CLASSES };
+/* kmalloc classes 0..12, the kmem_cache cache (13), malloc's unset class
+ * (14), then from MALLOC_BOOT the malloc classes, in the order they are set
+ * up (slab_common.c). */
+enum { MALLOC_UNSET = KMALLOC_CLASSES + 1, MALLOC_BOOT = MALLOC_UNSET + 1,
+       BOOT_CACHES = MALLOC_BOOT + MALLOC_CLASSES };
 extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
+/* What malloc's tables name for a class not set up yet (slab_common.c,
+ * kslab_malloc_class_setup): no sheaves, an id no thread ever fills, so
+ * every allocation from it reaches kslab_alloc_slow, which sets the class
+ * up. */
+#define kslab_malloc_unset (&kslab_boot_caches[MALLOC_UNSET])
+/* Malloc class i, set up (on first use), or NULL if cache_lock is busy (or
+ * the setup failed): the caller serves that one request elsewhere. */
+struct kmem_cache *kslab_malloc_class_setup(unsigned i);
 /* s's index among malloc's classes, or MALLOC_CLASSES if it is none (an
  * exact cache, a kmalloc cache, any other). */
 static inline size_t kslab_malloc_class_of(const struct kmem_cache *s)
 {
-    uintptr_t d = (uintptr_t)s - (uintptr_t)&kslab_boot_caches[MALLOC_BOOT];
-    return d < sizeof *s * MALLOC_CLASSES ? d / sizeof *s : MALLOC_CLASSES;
+    return s->malloc_class ? s->malloc_class - 1u : MALLOC_CLASSES;
 }
 /* malloc's kmalloc (the malloc classes, then page classes). */
 /* Internal cache flag: malloc's exact cache for a hot size (kmalloc.c),

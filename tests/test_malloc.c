@@ -235,6 +235,69 @@ static bool slabinfo_text(char *buf, size_t size)
     return true;
 }
 
+/* malloc's classes are set up on first use (kslab_malloc_class_setup): a
+ * class no one has asked for is not in slabinfo, and its first malloc sets
+ * it up.  A malloc while this thread holds kslab's cache lock (here: a
+ * slabinfo writer whose stream mallocs, as any stdio stream may) cannot
+ * set a class up; it gets a block from a kmalloc class or the page
+ * allocator, which free and malloc_usable_size take as any other, and the
+ * class is set up by the next malloc.  With the lock taken instead of tried,
+ * the second part deadlocks. */
+static size_t lazy_in_lock_usable;
+static int lazy_in_lock_calls;
+static ssize_t lazy_write(void *cookie, const char *buf, size_t n)
+{
+    (void)cookie;
+    /* a cache's row: slabinfo holds the cache lock while it writes them */
+    if (!lazy_in_lock_calls && memmem(buf, n, ": tunables", 10) && !memmem(buf, n, "<limit>", 7)) {
+        lazy_in_lock_calls++;
+        unsigned char *p = vmalloc_(30000);         /* malloc-30720, not set up */
+        CHECK(p != NULL);
+        if (p) {
+            memset(p, 0x5a, 30000);
+            lazy_in_lock_usable = malloc_usable_size(p);
+            free(p);
+        }
+    }
+    return (ssize_t)n;
+}
+
+static void test_lazy_classes(void)
+{
+    const char *be = getenv("KSLAB_ALLOCATOR");
+    if (be && strcmp(be, "slob") == 0)
+        return;                             /* classic SLOB has no classes */
+    static char buf[1 << 16];
+    CHECK(slabinfo_text(buf, sizeof buf));
+    CHECK(strstr(buf, "\nmalloc-112 ") != NULL);       /* test_is_kslab's */
+    CHECK(strstr(buf, "\nmalloc-53248 ") == NULL);
+    CHECK(strstr(buf, "\nmalloc-30720 ") == NULL);
+    void *p = vmalloc_(50000);
+    CHECK(p != NULL);
+    CHECK_EQ(malloc_usable_size(p), 53248);
+    CHECK(slabinfo_text(buf, sizeof buf));
+    CHECK(strstr(buf, "\nmalloc-53248 ") != NULL);
+    free(p);
+
+    void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
+    FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = lazy_write });
+    CHECK(slabinfo != NULL && f != NULL);
+    if (!slabinfo || !f)
+        return;
+    setvbuf(f, NULL, _IONBF, 0);            /* every row reaches lazy_write as printed */
+    slabinfo(f);
+    fclose(f);
+    CHECK_EQ(lazy_in_lock_calls, 1);
+    CHECK(lazy_in_lock_usable >= 30000 && lazy_in_lock_usable != 30720);
+    CHECK(slabinfo_text(buf, sizeof buf));
+    CHECK(strstr(buf, "\nmalloc-30720 ") == NULL);
+    p = vmalloc_(30000);
+    CHECK_EQ(malloc_usable_size(p), 30720);
+    free(p);
+    CHECK(slabinfo_text(buf, sizeof buf));
+    CHECK(strstr(buf, "\nmalloc-30720 ") != NULL);
+}
+
 /* A class above 1 KiB asked mostly for one size gets an exact cache for it
  * (sqlite3's 1032-byte pages: malloc-1040, not malloc-1152); a class asked
  * for many sizes does not. */
@@ -561,6 +624,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "debug") == 0)
         return debug_case();
     test_is_kslab();
+    test_lazy_classes();
     test_malloc_free();
     test_calloc_realloc();
     test_realloc_maps();
