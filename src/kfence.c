@@ -43,7 +43,7 @@ struct kfence_meta {
     size_t size;
     enum slot_state state;
 };
-static struct kfence_meta meta[KFENCE_OBJECTS];
+static struct kfence_meta meta[KFENCE_OBJECTS] KSLAB_BIG_BSS;
 /* slots not allocated, oldest freed first: a ring under kfence_lock */
 static unsigned ring[KFENCE_OBJECTS], ring_head, ring_count;
 static kslab_lock_t kfence_lock = KSLAB_LOCK_INIT;

@@ -57,8 +57,8 @@
  */
 #include "slab_common.h"
 
-_Atomic(uintptr_t *) kslab_chunk_map[1u << MAP_L1_BITS];
-uint8_t kslab_arena_map[ARENA_MAP_BYTES];
+_Atomic(uintptr_t *) kslab_chunk_map[1u << MAP_L1_BITS] KSLAB_BIG_BSS;
+uint8_t kslab_arena_map[ARENA_MAP_BYTES] KSLAB_BIG_BSS;
 
 static kslab_lock_t pages_lock = KSLAB_LOCK_INIT;
 static struct slab *free_area[MAX_PAGE_ORDER + 1];   /* buddy free lists (pages_lock) */

@@ -38,7 +38,7 @@ static unsigned nr_cpus;            /* possible CPUs */
 
 /* Every entry empty with cap 0: what a cache without sheaves points at.
  * Zero-fill bss that is only ever read (the zero page). */
-struct pcpu_sheaf pcpu_none[PCPU_MAX_CPUS] __attribute__((aligned(PCPU_STRIDE)));
+struct pcpu_sheaf pcpu_none[PCPU_MAX_CPUS] __attribute__((aligned(PCPU_STRIDE))) KSLAB_BIG_BSS;
 
 #define PCPU_SLOW_START 16
 

@@ -310,11 +310,11 @@ kslab_lock_t kslab_cache_lock = KSLAB_LOCK_INIT;   /* the cache list and ids */
 struct kmem_cache *kslab_cache_list;
 #define cache_lock kslab_cache_lock
 #define cache_list kslab_cache_list
-static uint64_t cache_ids[KSLAB_MAX_CACHES / 64];
+static uint64_t cache_ids[KSLAB_MAX_CACHES / 64] KSLAB_BIG_BSS;
 /* id -> cache, for back-ends that record ids in objects (SLOB).  Written
  * under cache_lock; read without it: acquire pairs with the release in
  * cache_setup(), so a reader that finds a cache sees it initialised. */
-static _Atomic(struct kmem_cache *) caches_by_id[KSLAB_MAX_CACHES];
+static _Atomic(struct kmem_cache *) caches_by_id[KSLAB_MAX_CACHES] KSLAB_BIG_BSS;
 
 /* The boot caches: the kmalloc classes (kmalloc.c indexes them) and the
  * cache of kmem_cache structs.  Static, with fixed ids, so that before

@@ -19,7 +19,7 @@
 
 __thread struct kslab_thread *kslab_tls __attribute__((tls_model("initial-exec"))) =
     (struct kslab_thread *)kslab_no_thread;
-struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES];   /* zero: empty (bss) */
+struct kmem_cache_cpu kslab_no_thread[KSLAB_MAX_CACHES] KSLAB_BIG_BSS;   /* zero: empty (bss) */
 #define COLD_CHUNK_BYTES (sizeof(struct kmem_cache_cpu_cold) << COLD_CHUNK_SHIFT)
 
 static kslab_lock_t threads_lock = KSLAB_LOCK_INIT;  /* the thread registry */
