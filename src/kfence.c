@@ -45,7 +45,7 @@ struct kfence_meta {
 };
 static struct kfence_meta meta[KFENCE_OBJECTS] KSLAB_BIG_BSS;
 /* slots not allocated, oldest freed first: a ring under kfence_lock */
-static unsigned ring[KFENCE_OBJECTS], ring_head, ring_count;
+static unsigned ring[KFENCE_OBJECTS] KSLAB_BIG_BSS, ring_head, ring_count;
 static kslab_lock_t kfence_lock = KSLAB_LOCK_INIT;
 
 /* Slot i to the ring's tail (kfence_lock held). */

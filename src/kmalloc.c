@@ -733,7 +733,7 @@ static bool kmalloc_copies(struct kmem_cache *out[KMALLOC_CLASSES], const char *
 static size_t kmalloc_fast_max = KMALLOC_MAX_CACHE_SIZE;
 static unsigned random_kmalloc;             /* N; release-stored after the copies */
 static uint64_t random_kmalloc_seed;
-static struct kmem_cache *kmalloc_rnd[RANDOM_KMALLOC_MAX][KMALLOC_CLASSES];
+static struct kmem_cache *kmalloc_rnd[RANDOM_KMALLOC_MAX][KMALLOC_CLASSES] KSLAB_BIG_BSS;
 
 void kslab_random_kmalloc_init(void)
 {

@@ -78,7 +78,7 @@ static struct {
     slab_flags_t flags;         /* 0 with off: '-' */
     bool off;
     char list[160];             /* cache names and globs, ',' separated */
-} blocks[MAX_BLOCKS];
+} blocks[MAX_BLOCKS] KSLAB_BIG_BSS;
 static unsigned nblocks;
 static slab_flags_t global_flags;  /* a block without a list: every other cache */
 static bool debug_panic;
