@@ -84,12 +84,6 @@ const char *kslab_cpu_mode(void)
     return kslab_percpu ? "percpu" : "thread";
 }
 
-void kslab_percpu_atfork_child(void)
-{
-    if (kslab_percpu && !prim_rseq_fence_init())
-        kslab_report("fork child: cannot register for membarrier(PRIVATE_EXPEDITED_RSEQ)");
-}
-
 __attribute__((noipa)) void *kslab_claim_failed(struct kmem_cache *s, void *x)
 {
     kslab_bad_tag(s, x, *pcpu_tag_word(s, x) ^ kslab_tag_key);

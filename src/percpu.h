@@ -461,7 +461,6 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
 
 /* Slow paths and management (percpu.c). */
 void kslab_percpu_init(void);
-void kslab_percpu_atfork_child(void);
 void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp);
 void kslab_pcpu_free(struct kmem_cache *s, void *x);     /* x validated */
 int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p);

@@ -291,20 +291,32 @@ unsigned prim_possible_cpus(void)
 /* membarrier(PRIVATE_EXPEDITED_RSEQ): after prim_rseq_fence(cpu) returns,
  * every rseq critical section that was running on cpu has completed or been
  * aborted (it restarts and sees what was stored before the fence), and the
- * fence is a full barrier there.  Registration is per process (again in a
- * fork child). */
+ * fence is a full barrier there.  Registration is per address space:
+ * kslab_init registers, and a fork child inherits it (the kernel copies the
+ * mm's membarrier state; exec clears it).  kslab's fork handler used to
+ * register the child again, a system call and a page fault in every child;
+ * should a kernel not carry it over, the child's first fence fails with
+ * EPERM, registers and fences again. */
 bool prim_rseq_fence_init(void)
 {
     return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
 }
 
+static bool rseq_fence_once(unsigned cpu)
+{
+    return syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
+                   MEMBARRIER_CMD_FLAG_CPU, (int)cpu) == 0 ||
+           syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
+}
+
 void prim_rseq_fence(unsigned cpu)
 {
-    if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
-                MEMBARRIER_CMD_FLAG_CPU, (int)cpu) != 0 &&
-        syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)
-        kslab_report("membarrier(PRIVATE_EXPEDITED_RSEQ) failed: per-CPU sheaves cannot be "
-                     "drained safely");
+    if (rseq_fence_once(cpu))
+        return;
+    if (errno == EPERM && prim_rseq_fence_init() && rseq_fence_once(cpu))
+        return;                     /* a child not registered by its fork */
+    kslab_report("membarrier(PRIVATE_EXPEDITED_RSEQ) failed: per-CPU sheaves cannot be "
+                 "drained safely");
 }
 
 _Noreturn void prim_abort(void)

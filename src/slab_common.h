@@ -646,7 +646,6 @@ static inline void kslab_publish_tick(void)
     kslab_publish_tick_slow();
 }
 void kslab_publish_exit(void);
-void kslab_publish_atfork_child(void);
 extern struct kmem_cache *kslab_cache_list;
 struct kmem_cache *kslab_cache_by_id(unsigned id);      /* NULL if none */
 /* Is s a live cache?  Reports (naming fn) if s is not a cache at all, or a

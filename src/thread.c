@@ -197,13 +197,14 @@ static void atfork_parent(void)
  * objects between its private state and a shared list, so giving its cached
  * objects back could free an object twice.  The child abandons them (their
  * frozen slabs still take frees; the cached objects are leaked, in the child
- * only) and folds their counters. */
+ * only) and folds their counters.  Nothing else: a child that writes no
+ * page of kslab's takes no copy-on-write fault here (the child inherits
+ * the membarrier registration, prim_rseq_fence; the slabinfo publisher
+ * finds the new pid at its first tick). */
 static void atfork_child(void)
 {
     if (fork_locked)
         atfork_locks(2);
-    kslab_percpu_atfork_child();    /* membarrier registration, again */
-    kslab_publish_atfork_child();
     struct kslab_thread *self = kslab_tls, *t = threads, *next;
     for (; t; t = next) {
         next = t->next_thread;

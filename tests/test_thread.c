@@ -113,6 +113,9 @@ static void test_fork_single_threaded(void)
                 bad += !(v[k] = kmem_cache_alloc(c[i], GFP_KERNEL));
             for (int k = 0; k < 100; k++)
                 kmem_cache_free(c[i], v[k]);
+            /* drains the per-CPU sheaves: a membarrier fence, which
+             * needs the registration the child inherits from the parent */
+            kmem_cache_shrink(c[i]);
             kmem_cache_destroy(c[i]);
         }
         _exit(bad ? 1 : 0);
