@@ -65,6 +65,7 @@ bool prim_commit(void *p, size_t bytes);
  * its own; then the handler installed before runs (or the default). */
 bool prim_on_fault(void (*fn)(void *addr, bool write));
 const char *prim_getenv(const char *name);      /* no allocation: safe before malloc works */
+int prim_getpid(void);                          /* a raw system call: no lazy binding */
 unsigned prim_ncpus(void);
 uint64_t prim_now_ns(void);                     /* CLOCK_MONOTONIC */
 uint64_t prim_random_seed(void);                /* getrandom, else time and addresses */

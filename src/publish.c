@@ -38,7 +38,7 @@
 static bool publish_on;
 static uint64_t publish_interval_ns = 100 * 1000000ull;
 static _Atomic uint64_t publish_next;   /* coarse-clock ns of the next snapshot */
-static atomic_int publish_pid;          /* the process publish_next was set for */
+static atomic_int publish_pid;          /* the process publish_next was set for (0: none yet) */
 uint64_t kslab_publish_next_tsc = UINT64_MAX;  /* slab_common.h: the cheap gate */
 static uint64_t tsc0, ns0;              /* the counter's rate: ticks since ns0 */
 static atomic_flag publish_busy = ATOMIC_FLAG_INIT;
@@ -75,7 +75,6 @@ void kslab_publish_init(void)
     publish_interval_ns = (ms ? ms : 1) * 1000000ull;
     ns0 = coarse_ns();
     tsc0 = kslab_rdtsc();
-    atomic_store_explicit(&publish_pid, getpid(), memory_order_relaxed);
     publish_first_after(ns0);
     /* the gate opens at once: the first slow path sets its real deadline */
     __atomic_store_n(&kslab_publish_next_tsc, publish_on ? 0 : UINT64_MAX, __ATOMIC_RELAXED);
@@ -273,11 +272,11 @@ void kslab_publish_tick_slow(void)
     /* the gate's next deadline: one interval of counter ticks */
     __atomic_store_n(&kslab_publish_next_tsc, kslab_tsc_after(publish_interval_ns, &now),
                      __ATOMIC_RELAXED);
-    /* A fork child's first tick: its first snapshot waits an interval from
-     * here (most children exec or exit before that).  Found here, once an
-     * interval, not set by the fork handler: that write cost every child a
-     * copy-on-write fault. */
-    int pid = getpid();
+    /* A process's first tick, a fork child's too: its first snapshot waits
+     * an interval from here (most children exec or exit before that).
+     * Found here, once an interval, not set by the fork handler: that
+     * write cost every child a copy-on-write fault. */
+    int pid = prim_getpid();
     if (atomic_load_explicit(&publish_pid, memory_order_relaxed) != pid) {
         atomic_store_explicit(&publish_pid, pid, memory_order_relaxed);
         publish_first_after(now);
