@@ -316,11 +316,14 @@ static uint64_t cache_ids[KSLAB_MAX_CACHES / 64] KSLAB_BIG_BSS;
  * cache_setup(), so a reader that finds a cache sees it initialised. */
 static _Atomic(struct kmem_cache *) caches_by_id[KSLAB_MAX_CACHES] KSLAB_BIG_BSS;
 
-/* The boot caches: the kmalloc classes (kmalloc.c indexes them) and the
- * cache of kmem_cache structs.  Static, with fixed ids, so that before
- * kslab_init() every thread sees empty cpu entries and reaches the slow
- * path, which initialises. */
-struct kmem_cache kslab_boot_caches[BOOT_CACHES];
+/* The boot caches: the kmalloc classes (kmalloc.c indexes them), the
+ * cache of kmem_cache structs, malloc's unset class and malloc's classes.
+ * Static, with fixed ids, so that before kslab_init() every thread sees
+ * empty cpu entries and reaches the slow path, which initialises.  64-byte
+ * aligned, as kmem_cache_create's descriptors are: a descriptor's
+ * fast-path fields (its first 64 bytes) on one cache line, not two (the
+ * array's place in .bss had left them 32 bytes off). */
+struct kmem_cache kslab_boot_caches[BOOT_CACHES] __attribute__((aligned(64)));
 #define kmem_cache_cache (&kslab_boot_caches[KMALLOC_CLASSES])
 
 static bool is_boot_cache(const struct kmem_cache *s)
