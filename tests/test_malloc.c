@@ -8,6 +8,7 @@
 #include <kslab.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -262,6 +263,38 @@ static ssize_t lazy_write(void *cookie, const char *buf, size_t n)
     return (ssize_t)n;
 }
 
+/* Threads that make a class's first mallocs at once: one sets it up; the
+ * others find it set up or, finding the cache lock busy, take that block
+ * from the page allocator (rare here: the setup is short; the slabinfo
+ * writer below makes the busy case every time).  Every block is whole and
+ * frees. */
+enum { LAZY_THREADS = 8, LAZY_ROUNDS = 50 };
+static pthread_barrier_t lazy_barrier;
+static atomic_long lazy_bad;
+static void *lazy_first_use(void *arg)
+{
+    size_t n = 100000 + (size_t)(uintptr_t)arg;     /* malloc-106496 */
+    pthread_barrier_wait(&lazy_barrier);
+    unsigned char *q[LAZY_ROUNDS];
+    for (int r = 0; r < LAZY_ROUNDS; r++) {
+        q[r] = vmalloc_(n);
+        if (!q[r] || malloc_usable_size(q[r]) < n) {
+            atomic_fetch_add(&lazy_bad, 1);
+            q[r] = NULL;
+            continue;
+        }
+        memset(q[r], r, n);
+    }
+    for (int r = 0; r < LAZY_ROUNDS; r++) {
+        if (!q[r])
+            continue;
+        if (q[r][0] != r || q[r][n - 1] != r)
+            atomic_fetch_add(&lazy_bad, 1);
+        free(q[r]);
+    }
+    return NULL;
+}
+
 static void test_lazy_classes(void)
 {
     const char *be = getenv("KSLAB_ALLOCATOR");
@@ -296,6 +329,23 @@ static void test_lazy_classes(void)
     free(p);
     CHECK(slabinfo_text(buf, sizeof buf));
     CHECK(strstr(buf, "\nmalloc-30720 ") != NULL);
+
+    CHECK(strstr(buf, "\nmalloc-106496 ") == NULL);
+    pthread_t th[LAZY_THREADS];
+    pthread_barrier_init(&lazy_barrier, NULL, LAZY_THREADS);
+    for (int i = 0; i < LAZY_THREADS; i++)
+        CHECK(pthread_create(&th[i], NULL, lazy_first_use, (void *)(uintptr_t)i) == 0);
+    for (int i = 0; i < LAZY_THREADS; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&lazy_barrier);
+    CHECK_EQ(atomic_load(&lazy_bad), 0);
+    /* the class is set up (and, asked for one size 400 times, has split:
+     * an exact cache of that size serves it, as test_exact_classes shows) */
+    p = vmalloc_(100000);
+    CHECK(malloc_usable_size(p) >= 100000 && malloc_usable_size(p) <= 106496);
+    free(p);
+    CHECK(slabinfo_text(buf, sizeof buf));
+    CHECK(strstr(buf, "\nmalloc-106496 ") != NULL);
 }
 
 /* A class above 1 KiB asked mostly for one size gets an exact cache for it
