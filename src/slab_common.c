@@ -454,7 +454,9 @@ void kslab_init(void)
                 SLAB_HWCACHE_ALIGN | SLAB_NO_MERGE | SLAB_TYPESAFE_BY_RCU, NULL,
                 KMALLOC_CLASSES, false, 0, NULL);
     /* malloc's unset class (kslab_malloc_class_setup) and the ids of the
-     * boot slots the classes take on first use (each its boot index) */
+     * boot slots the classes take on first use: each its boot index, as
+     * id_alloc hands ids out in order from an empty bitmap (MALLOC_UNSET,
+     * then MALLOC_BOOT ...) */
     struct kmem_cache *unset = kslab_malloc_unset;
     memcpy(unset->name, "malloc-unset", sizeof "malloc-unset");
     unset->pcpu = pcpu_none;
