@@ -211,15 +211,18 @@ void kslab_malloc_name(char name[KSLAB_NAME_LEN], unsigned size)
     name[sizeof prefix - 1 + nd] = '\0';
 }
 
-/* malloc's class of n, 1 <= n <= 128 KiB, as a constant expression (the
- * two tables below are built from it): 16-byte steps to 128, then eight
- * classes per doubling, 8 + (lg - 7) * 8 + ((n - 1) >> (lg - 3)) % 8 with
- * lg = floor(log2(n - 1)); kslab_malloc_class_size() is its inverse. */
-#define MALLOC_LG(m) ((m) >= 65536 ? 16 : (m) >= 32768 ? 15 : (m) >= 16384 ? 14 \
-    : (m) >= 8192 ? 13 : (m) >= 4096 ? 12 : (m) >= 2048 ? 11 : (m) >= 1024 ? 10  \
-    : (m) >= 512 ? 9 : (m) >= 256 ? 8 : 7)
-#define MALLOC_CLASS(n) ((n) <= 128 ? ((n) - 1) >> 4 \
-    : 8 + (MALLOC_LG((n) - 1) - 7) * 8 + ((((n) - 1) >> (MALLOC_LG((n) - 1) - 3)) & 7))
+/* malloc's class of n, 1 <= n <= 128 KiB: 16-byte steps to 128, then
+ * eight classes per doubling, 8 + (lg - 7) * 8 + ((n - 1) >> (lg - 3)) % 8
+ * with lg = floor(log2(n - 1)); kslab_malloc_class_size() is its inverse.
+ * Only a class's first allocation computes it (malloc_unset_alloc):
+ * malloc finds its cache in the two tables below. */
+static unsigned malloc_class_index(size_t n)
+{
+    if (n <= 128)
+        return (unsigned)((n - 1) >> 4);
+    unsigned lg = 63u - (unsigned)__builtin_clzll(n - 1);
+    return 8 + (lg - 7) * 8 + (unsigned)(((n - 1) >> (lg - 3)) & 7);
+}
 
 /* Requests up to 1 KiB (most of any program's) find their cache in a table
  * of cache pointers, one entry per 16 bytes (every class boundary below
@@ -228,19 +231,12 @@ void kslab_malloc_name(char name[KSLAB_NAME_LEN], unsigned size)
  * class numbers indexing a table of caches took (malloc's chain of
  * dependent loads, size to object, is the table, the cache's per-CPU base,
  * the sheaf's header, its slot: in python3 each of them showed in the
- * profile as a stall). */
-/* Both tables below start naming kslab_malloc_unset for every class: a
- * class is set up on its first allocation, which then names it in them
- * (malloc_unset_alloc). */
-#define MALLOC_CACHE(n) kslab_malloc_unset
-#define MS4(k) MALLOC_CACHE(16 * (k) + 16), MALLOC_CACHE(16 * (k) + 32), \
-    MALLOC_CACHE(16 * (k) + 48), MALLOC_CACHE(16 * (k) + 64)
-#define MS16(k) MS4(k), MS4(k + 4), MS4(k + 8), MS4(k + 12)
+ * profile as a stall).  Both tables start naming kslab_malloc_unset for
+ * every class: a class is set up on its first allocation, which then names
+ * it in them (malloc_unset_alloc). */
 static struct kmem_cache *_Atomic malloc_small_cache[64] = {
-    MS16(0), MS16(16), MS16(32), MS16(48)
+    [0 ... 63] = kslab_malloc_unset
 };
-#undef MS16
-#undef MS4
 /* malloc's small classes (1 .. 1024 bytes): one table load */
 #define MALLOC_SMALL_MAX 1024
 static inline struct kmem_cache *malloc_small(size_t size)
@@ -253,25 +249,24 @@ static inline struct kmem_cache *malloc_small(size_t size)
 /* Above 1 KiB, where every class boundary is a multiple of 128, a table
  * with one entry per 128 bytes gives the cache itself: one load where the
  * formula took nine instructions (bsr and shifts), and where the split
- * test (below) took four more and a taken branch.  The entries start as
- * the classes (address constants); a split rewrites those of its class:
- * buckets wholly at or under its size name the exact cache, and the bucket
- * its size falls inside names the class with bit 0 set (the split's limit
+ * test (below) took four more and a taken branch.  The entries name the
+ * classes once set up; a split rewrites those of its class: buckets
+ * wholly at or under its size name the exact cache, and the bucket its
+ * size falls inside names the class with bit 0 set (the split's limit
  * decides there).  Entries up to 1 KiB are unused. */
-#define MM4(k) MALLOC_CACHE(128 * (k) + 128), MALLOC_CACHE(128 * (k) + 256), \
-    MALLOC_CACHE(128 * (k) + 384), MALLOC_CACHE(128 * (k) + 512)
-#define MM16(k) MM4(k), MM4(k + 4), MM4(k + 8), MM4(k + 12)
-#define MM64(k) MM16(k), MM16(k + 16), MM16(k + 32), MM16(k + 48)
-#define MM256(k) MM64(k), MM64(k + 64), MM64(k + 128), MM64(k + 192)
 static struct kmem_cache *_Atomic malloc_mid_cache[MALLOC_MAX_CACHE_SIZE / 128] = {
-    MM256(0), MM256(256), MM256(512), MM256(768)
+    [0 ... MALLOC_MAX_CACHE_SIZE / 128 - 1] = kslab_malloc_unset
 };
-_Static_assert(MALLOC_MAX_CACHE_SIZE / 128 == 1024, "the table above has 1024 entries");
-#undef MALLOC_CACHE
-#undef MM256
-#undef MM64
-#undef MM16
-#undef MM4
+
+/* Class i's entries in malloc_mid_cache: buckets *b0 .. *b1 - 1 (none for
+ * the classes up to 1 KiB).  Bucket b covers sizes 128 b + 1 .. 128 b + 128,
+ * and class i sizes kslab_malloc_class_size(i - 1) + 1 .. its own. */
+static void malloc_mid_buckets(unsigned i, unsigned *b0, unsigned *b1)
+{
+    unsigned lo = i ? kslab_malloc_class_size(i - 1) / 128 : 0;
+    *b0 = lo > MALLOC_SMALL_MAX / 128 ? lo : MALLOC_SMALL_MAX / 128;
+    *b1 = kslab_malloc_class_size(i) / 128;
+}
 
 static inline unsigned kmalloc_index(size_t size)
 {
@@ -394,9 +389,9 @@ static inline uintptr_t malloc_mid_bucket(size_t n)
 static void malloc_mid_retarget(unsigned i, struct kmem_cache *split, unsigned size)
 {
     struct kmem_cache *class = atomic_load_explicit(&kslab_malloc_classes[i], memory_order_relaxed);
-    for (unsigned b = 8; b < MALLOC_MAX_CACHE_SIZE / 128; b++) {
-        if (atomic_load_explicit(&malloc_mid_cache[b], memory_order_relaxed) != class)
-            continue;
+    unsigned b0, b1;
+    malloc_mid_buckets(i, &b0, &b1);
+    for (unsigned b = b0; b < b1; b++) {
         unsigned lo = 128 * b, hi = lo + 128;            /* sizes lo + 1 .. hi */
         if (hi <= size)
             atomic_store_explicit(&malloc_mid_cache[b], split, memory_order_release);
@@ -437,9 +432,13 @@ static cold_fn void malloc_split_create(struct kmem_cache *class, struct malloc_
 /* A refill of malloc class s, asked for n bytes, votes. */
 static void malloc_split_vote(struct kmem_cache *s, size_t n)
 {
+    /* the size first: most refills are of classes up to 1 KiB, and the
+     * class number is a load from the descriptor's cold part */
+    if (n <= MALLOC_SMALL_MAX)
+        return;                         /* the small table's: no splits */
     size_t i = kslab_malloc_class_of(s);
-    if (i >= MALLOC_CLASSES || n <= MALLOC_SMALL_MAX)
-        return;                         /* not a class (an exact cache), or the table's */
+    if (i >= MALLOC_CLASSES)
+        return;                         /* not a class (an exact cache) */
     struct malloc_split *sp = &malloc_splits[i];
     if (atomic_load_explicit(&sp->limit, memory_order_relaxed))
         return;
@@ -487,21 +486,23 @@ static noinline void *malloc_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t 
 static cold_fn void *kmalloc_large(size_t size, gfp_t flags);
 static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
 {
-    unsigned i = MALLOC_CLASS(n);
+    unsigned i = malloc_class_index(n);
     struct kmem_cache *s = kslab_malloc_class_setup(i);
     if (!s) {
         if (n <= KMALLOC_MAX_CACHE_SIZE)
             return fast_alloc(kmalloc_caches[kmalloc_index(n)], gfp, n);
         return kmalloc_large(n, gfp);
     }
-    /* the class holds sizes lo + 1 .. hi; an entry names the class of the
-     * last size it covers (16 or 128 bytes an entry) */
-    unsigned lo = i ? kslab_malloc_class_size(i - 1) : 0, hi = kslab_malloc_class_size(i);
-    for (unsigned k = lo / 16; k < hi / 16 && k < MALLOC_SMALL_MAX / 16; k++)
-        atomic_store_explicit(&malloc_small_cache[k], s, memory_order_release);
-    for (unsigned b = lo / 128; b < hi / 128; b++)
-        if (b >= MALLOC_SMALL_MAX / 128)
-            atomic_store_explicit(&malloc_mid_cache[b], s, memory_order_release);
+    unsigned b0, b1;
+    if (n <= MALLOC_SMALL_MAX) {
+        /* entry k covers sizes 16 k + 1 .. 16 k + 16 */
+        unsigned lo = i ? kslab_malloc_class_size(i - 1) : 0, hi = kslab_malloc_class_size(i);
+        for (unsigned k = lo / 16; k < hi / 16; k++)
+            atomic_store_explicit(&malloc_small_cache[k], s, memory_order_release);
+    }
+    malloc_mid_buckets(i, &b0, &b1);
+    for (unsigned b = b0; b < b1; b++)
+        atomic_store_explicit(&malloc_mid_cache[b], s, memory_order_release);
     return fast_alloc(s, gfp, n);
 }
 
