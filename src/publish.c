@@ -119,7 +119,7 @@ static void sweep_dead(void)
  * file stays) and creates its own. */
 static bool region_fit(size_t bytes)
 {
-    int pid = getpid();
+    int pid = prim_getpid();
     if (region.h && region.pid != pid)
         region_drop(false);
     if (region.h && region.bytes >= bytes)
@@ -294,7 +294,7 @@ void kslab_publish_tick_slow(void)
  * use to anyone once the file is gone, so just remove it. */
 void kslab_publish_exit(void)
 {
-    if (region.h && region.pid == getpid())
+    if (region.h && region.pid == prim_getpid())
         region_drop(true);
 }
 
@@ -305,5 +305,5 @@ bool kslab_publish_enabled(void)
 
 const char *kslab_publish_path(void)
 {
-    return region.h && region.pid == getpid() ? region.path : NULL;
+    return region.h && region.pid == prim_getpid() ? region.path : NULL;
 }
