@@ -1057,7 +1057,7 @@ static noinline void kfree_slow(const void *x)
  * must not learn that it may not return, or free_lookup would align its
  * stack on entry for a call here (push/pop: 2 instructions every free)
  * instead of jumping. */
-static noinline __attribute__((noipa)) void free_out_of_range(const void *x)
+static noipa_fn void free_out_of_range(const void *x)
 {
     if (!ZERO_OR_NULL_PTR(x))
         kfree_slow(x);

@@ -84,7 +84,7 @@ const char *kslab_cpu_mode(void)
     return kslab_percpu ? "percpu" : "thread";
 }
 
-__attribute__((noipa)) void *kslab_claim_failed(struct kmem_cache *s, void *x)
+noipa_fn void *kslab_claim_failed(struct kmem_cache *s, void *x)
 {
     kslab_bad_tag(s, x, *pcpu_tag_word(s, x) ^ kslab_tag_key);
 }

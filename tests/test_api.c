@@ -818,7 +818,7 @@ static void test_slabinfo_and_descriptor(void)
     CHECK(strncmp(buf, "slabinfo - version: 2.1\n# name", 30) == 0);
     char *line = strstr(buf, "\ninfo_obj ");
     CHECK(line != NULL);
-    unsigned long act, num, osz, per, pages, l, b, sf, as, ns, sa;
+    unsigned long act = 0, num = 0, osz = 0, per = 0, pages = 0, l = 0, b = 0, sf = 0, as = 0, ns = 0, sa = 0;
     CHECK(line && sscanf(line + 1, "info_obj %lu %lu %lu %lu %lu : tunables %lu %lu %lu : slabdata %lu %lu %lu",
                          &act, &num, &osz, &per, &pages, &l, &b, &sf, &as, &ns, &sa) == 11);
     CHECK_EQ(act, 20);

@@ -2,7 +2,7 @@
 # Install the Debian packages `make test` / `make bench` need, when run as
 # root and they are missing.  Usage: deps.sh test|bench
 set -e
-need="cmake gcc g++ make pkg-config libc6-dev git sqlite3 python3 valgrind zlib1g liburcu-dev tmux"
+need="cmake gcc g++ clang make pkg-config libc6-dev git sqlite3 python3 valgrind zlib1g liburcu-dev tmux"
 case "$1" in
   bench) need="$need libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 libclang-rt-19-dev valgrind gnuplot-nox redis-server redis-tools time" ;;
 esac
