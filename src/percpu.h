@@ -297,7 +297,14 @@ static inline struct pcpu_sheaf *pcpu_base(const struct kmem_cache *s)
 }
 
 /* Pop the current CPU's sheaf: an object, or NULL (empty, draining, no
- * sheaves yet).  11 instructions, no lock, no atomic. */
+ * sheaves yet).  11 instructions, no lock, no atomic.
+ *
+ * Use no output of this asm goto in a second asm after it: GCC 12 then
+ * compiled the out-of-line copy's miss path to return the obj register
+ * (never written on that path) instead of NULL, and every program under
+ * the drop-in stopped at its first malloc with a bad-tag report.  Seen
+ * with a second output (the object below the top) fed to a prefetchw; the
+ * same prefetch inside this asm, after the commit, compiled right. */
 static inline void *pcpu_pop_at(struct kmem_cache *s, long off)
 {
     void *obj;
