@@ -183,6 +183,23 @@ EXPORT void free_aligned_sized(void *p, size_t align, size_t n)
     free(p);
 }
 
+/* ---- glibc's other names -------------------------------------------------- */
+
+/* glibc exports its allocator under these names too, and some programs and
+ * libraries call them directly (malloc wrappers that want "the real
+ * malloc", profilers, old code).  Left to glibc, they would hand out
+ * glibc's blocks, which kslab's free reports as never given out, and
+ * __libc_free would give kslab's blocks to glibc's free, which stops with
+ * "free(): invalid pointer" or corrupts its heap.  jemalloc, mimalloc and
+ * tcmalloc take them over the same way. */
+EXPORT void *__libc_malloc(size_t n) { return malloc(n); }
+EXPORT void __libc_free(void *p) { free(p); }
+EXPORT void *__libc_calloc(size_t n, size_t m) { return calloc(n, m); }
+EXPORT void *__libc_realloc(void *p, size_t n) { return realloc(p, n); }
+EXPORT void *__libc_memalign(size_t align, size_t n) { return memalign(align, n); }
+EXPORT void *__libc_valloc(size_t n) { return valloc(n); }
+EXPORT void *__libc_pvalloc(size_t n) { return pvalloc(n); }
+
 /* ---- C++ operator new / delete (Itanium ABI names) ------------------------ */
 
 typedef void (*new_handler_t)(void);

@@ -54,6 +54,42 @@ static void test_malloc_free(void)
     CHECK(vmalloc_(huge) == NULL && errno == ENOMEM);
 }
 
+/* glibc's __libc_ names are kslab's too: a block from either family goes
+ * back through the other.  Left to glibc, the first free below would be
+ * reported as a pointer kslab never gave out, and __libc_free would hand
+ * kslab's block to glibc's free. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+static void test_libc_names(void)
+{
+    unsigned char *p = __libc_malloc(100);
+    CHECK(p && malloc_usable_size(p) >= 100);
+    memset(p, 1, 100);
+    free(p);
+    p = vmalloc_(200);
+    CHECK(p != NULL);
+    __libc_free(p);
+    p = __libc_calloc(10, 30);
+    CHECK(p && p[0] == 0 && p[299] == 0);
+    p = __libc_realloc(p, 5000);
+    CHECK(p && p[299] == 0);
+    p = realloc(p, 70);
+    CHECK(p && p[69] == 0);
+    __libc_free(p);
+    void *a[3] = { __libc_memalign(256, 100), __libc_valloc(10), __libc_pvalloc(5000) };
+    CHECK(a[0] && (uintptr_t)a[0] % 256 == 0);
+    CHECK(a[1] && (uintptr_t)a[1] % 4096 == 0);
+    CHECK(a[2] && (uintptr_t)a[2] % 4096 == 0 && malloc_usable_size(a[2]) >= 8192);
+    for (int i = 0; i < 3; i++)
+        free(a[i]);
+    __libc_free(NULL);
+}
+
 static void test_calloc_realloc(void)
 {
     unsigned char *d = vmalloc_(1000);
@@ -677,6 +713,7 @@ int main(int argc, char **argv)
     test_lazy_classes();
     test_malloc_free();
     test_calloc_realloc();
+    test_libc_names();
     test_realloc_maps();
     test_aligned();
     test_aligned_edges();
