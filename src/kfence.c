@@ -63,17 +63,19 @@ static void kfence_fault(void *addr, bool write);
 
 void kslab_kfence_init(void)
 {
-    const char *v = prim_getenv("KSLAB_KFENCE");
-    char *end = NULL;
-    unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
-    if (!n)
+    const char *v = prim_getenv("KSLAB_KFENCE"), *end;
+    unsigned long n;
+    if (!v || !*v)
         return;
-    if (end && strcmp(end, "ms") == 0) {
-        interval_ns = (uint64_t)n * 1000000u;
-    } else if (end && *end) {
+    if (!kslab_env_digits(v, &n, &end) || (*end && strcmp(end, "ms") != 0) ||
+        (*end && n > UINT64_MAX / 1000000u)) {
         kslab_warn("KSLAB_KFENCE=%s: not N or Nms; KFENCE off", v);
         return;
     }
+    if (!n)
+        return;                 /* 0, 0ms: off */
+    if (*end)
+        interval_ns = (uint64_t)n * 1000000u;
     size_t bytes = (2 * (size_t)KFENCE_OBJECTS + 1) * PAGE_SIZE;
     char *pool = prim_map_none(bytes);
     if (!pool || !prim_on_fault(kfence_fault)) {

@@ -60,9 +60,9 @@ void kslab_percpu_init(void)
     /* the free tag's key (rule 8): random, odd so never 0, whatever
      * KSLAB_HARDENED says (it is a double-free test, not a secret only) */
     kslab_tag_key = kslab_random64() | 1;
-    const char *v = prim_getenv("KSLAB_PERCPU");
+    int want = kslab_env_bool("KSLAB_PERCPU", -1);
     /* init_on_alloc/free: the per-thread mode (slab_common.h) */
-    bool off = (v && strcmp(v, "0") == 0) || kslab_init_on_alloc || kslab_init_on_free;
+    bool off = want == 0 || kslab_init_on_alloc || kslab_init_on_free;
 #if defined(__x86_64__)
     long off_rseq = off ? -1 : prim_rseq_offset();
     nr_cpus = prim_possible_cpus();
@@ -71,7 +71,7 @@ void kslab_percpu_init(void)
         return;
     }
 #endif
-    if (v && strcmp(v, "1") == 0)
+    if (want == 1)
         kslab_warn(kslab_init_on_alloc || kslab_init_on_free
                        ? "KSLAB_PERCPU=1: KSLAB_INIT_ON_ALLOC/FREE run in the per-thread mode"
                        : "KSLAB_PERCPU=1: rseq or membarrier is not available here; "

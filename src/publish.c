@@ -69,8 +69,7 @@ static void publish_first_after(uint64_t now)
 
 void kslab_publish_init(void)
 {
-    const char *v = prim_getenv("KSLAB_PUBLISH");
-    publish_on = !(v && strcmp(v, "0") == 0);
+    publish_on = kslab_env_bool("KSLAB_PUBLISH", 1);
     unsigned long ms = kslab_env_number("KSLAB_PUBLISH_MS", 100);
     publish_interval_ns = (ms ? ms : 1) * 1000000ull;
     ns0 = coarse_ns();

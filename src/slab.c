@@ -54,6 +54,10 @@ enum { LIST_FULL = 0, LIST_PARTIAL = 1, LIST_FREE = 2 };
 static unsigned force_idx_size(void)
 {
     const char *v = prim_getenv("KSLAB_SLAB_INDEX");
+    static bool warned;     /* read at each cache's creation: say it once (relaxed:
+                             * a flag alone, nothing published with it) */
+    if (v && *v && strcmp(v, "int") != 0 && !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+        kslab_warn("KSLAB_SLAB_INDEX=%s: takes only \"int\"; ignored", v);
     return v && strcmp(v, "int") == 0 ? 4 : 0;
 }
 

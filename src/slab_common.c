@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include "slab_common.h"
+
+#include <limits.h>
 #include "percpu.h"
 #include "slub_debug.h"
 #include "kfence.h"
@@ -22,16 +24,50 @@ static const struct kslab_backend *const kslab_backends[] = {
 };
 const struct kslab_backend *kslab_be = &slub_backend;
 
-static bool env_flag(const char *name)
+bool kslab_env_digits(const char *v, unsigned long *n, const char **rest)
 {
-    const char *v = prim_getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
+    unsigned long x = 0;
+    const char *p = v;
+    if (*p < '0' || *p > '9')
+        return false;           /* strtoul took "-5" as 2^64 - 5, " 7" as 7 */
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (x > (ULONG_MAX - d) / 10)
+            return false;
+        x = x * 10 + d;
+    }
+    *n = x;
+    *rest = p;
+    return true;
 }
 
 unsigned long kslab_env_number(const char *name, unsigned long unset)
 {
+    const char *v = prim_getenv(name), *rest;
+    unsigned long n;
+    if (!v || !*v)
+        return unset;
+    if (kslab_env_digits(v, &n, &rest) && !*rest)
+        return n;
+    kslab_warn("%s=%s: not a number (decimal digits, below 2^64); using %lu", name, v, unset);
+    return unset;
+}
+
+int kslab_env_bool(const char *name, int unset)
+{
     const char *v = prim_getenv(name);
-    return v && *v ? strtoul(v, NULL, 10) : unset;
+    if (!v || !*v)
+        return unset;
+    if (strcmp(v, "0") == 0)
+        return 0;
+    if (strcmp(v, "1") != 0)
+        kslab_warn("%s=%s: takes 0 or 1; taken as 1", name, v);
+    return 1;
+}
+
+static bool env_flag(const char *name)
+{
+    return kslab_env_bool(name, 0);
 }
 
 bool kslab_init_on_alloc, kslab_init_on_free;
@@ -271,8 +307,7 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
 
 static void read_options(void)
 {
-    const char *h = prim_getenv("KSLAB_HARDENED");
-    kslab_hardened = !(h && strcmp(h, "0") == 0);
+    kslab_hardened = kslab_env_bool("KSLAB_HARDENED", 1);
     unsigned long w = kslab_env_number("KSLAB_RANDOM_WINDOW", kslab_random_window);
     kslab_random_window = w > RANDOM_WINDOW_MAX ? RANDOM_WINDOW_MAX : (unsigned)w;
     kslab_random_span = kslab_env_number("KSLAB_RANDOM_SPAN", kslab_random_span);

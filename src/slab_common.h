@@ -430,8 +430,16 @@ static inline uint32_t kslab_shuffle_next(struct kslab_shuffle *it)
     return it->w0 + it->idx[it->i++];
 }
 uint64_t kslab_random64(void);
-/* A number from the environment (decimal), or `unset` if absent or empty. */
+/* KSLAB_ options.  A value an option does not take is never ignored in
+ * silence: a warning names the variable and says what is used instead.
+ * kslab_env_digits: v's leading decimal digits into *n, *rest after them;
+ * false if v starts with none or they overflow. */
+bool kslab_env_digits(const char *v, unsigned long *n, const char **rest);
+/* A number (decimal digits only), or `unset` if absent or empty. */
 unsigned long kslab_env_number(const char *name, unsigned long unset);
+/* A switch: 0 or 1, or `unset` if absent or empty; any other value is
+ * taken as 1, with a warning. */
+int kslab_env_bool(const char *name, int unset);
 
 /* The cache x's page descriptor names (x in an arena, on a page of a live
  * slab or SLOB page); otherwise the one-line report names fn, want and x.

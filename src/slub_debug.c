@@ -136,8 +136,7 @@ static int tool;                /* set once by kslab_debug_init */
 
 static bool env_off(const char *name)
 {
-    const char *v = prim_getenv(name);
-    return v && strcmp(v, "0") == 0;
+    return kslab_env_bool(name, 1) == 0;
 }
 
 static void tool_init(void)
@@ -192,8 +191,7 @@ void kslab_debug_init(void)
     if (dladdr((void *)kslab_debug_init, &self) && dladdr(main_marker, &exe) &&
         self.dli_fbase != exe.dli_fbase)
         shared_base = self.dli_fbase;
-    const char *pv = prim_getenv("KSLAB_DEBUG_PANIC");
-    debug_panic = pv && *pv && strcmp(pv, "0") != 0;
+    debug_panic = kslab_env_bool("KSLAB_DEBUG_PANIC", 0);
     const char *v = prim_getenv("KSLAB_DEBUG");
     if (!v)
         return;
