@@ -18,6 +18,9 @@
 #include "slab_common.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -181,6 +184,68 @@ EXPORT void free_sized(void *p, size_t n)
 EXPORT void free_aligned_sized(void *p, size_t align, size_t n)
 {
     free(p);
+}
+
+/* ---- glibc's statistics ---------------------------------------------------- */
+
+/* mallinfo2 in kslab's figures (left to glibc, it would describe glibc's
+ * own heap, which nothing here uses).  glibc's fields, mapped:
+ *   arena     memory kslab holds in its arenas: slab pages, large blocks
+ *             (live or in the threads' pcp lists), freed pages in the
+ *             global reserve;
+ *   uordblks  of it, in use: the slots of allocated slab objects and the
+ *             live large blocks;
+ *   fordblks  of it, free: the rest (uordblks + fordblks = arena, as in
+ *             glibc);
+ *   hblkhd    live huge blocks, each its own mapping (glibc's mmapped
+ *             chunks); hblks is not counted (0);
+ *   keepcost  freed memory held that malloc_trim gives back without
+ *             touching a slab: the global reserve and cached huge
+ *             mappings.
+ * The counters are read one after another, not at one instant; each is
+ * clamped so the sums hold. */
+EXPORT struct mallinfo2 mallinfo2(void)
+{
+    struct kslab_memory m;
+    kslab_memory(&m);
+    uint64_t slab_used = kslab_active_bytes();
+    if (slab_used > m.slab_bytes)
+        slab_used = m.slab_bytes;
+    uint64_t pcp = m.pcp_bytes < m.large_bytes ? m.pcp_bytes : m.large_bytes;
+    struct mallinfo2 mi;
+    memset(&mi, 0, sizeof mi);
+    mi.arena = m.slab_bytes + m.large_bytes + m.hot_bytes;
+    mi.uordblks = slab_used + (m.large_bytes - pcp);
+    mi.fordblks = mi.arena - mi.uordblks;
+    mi.hblkhd = m.huge_bytes;
+    mi.keepcost = m.hot_bytes + m.huge_cached_bytes;
+    return mi;
+}
+
+/* The old form: int fields, each clamped (glibc's wrap). */
+EXPORT struct mallinfo mallinfo(void)
+{
+    struct mallinfo2 m2 = mallinfo2();
+#define MI_INT(v) ((v) > INT_MAX ? INT_MAX : (int)(v))
+    struct mallinfo mi = {
+        .arena = MI_INT(m2.arena), .ordblks = MI_INT(m2.ordblks), .smblks = MI_INT(m2.smblks),
+        .hblks = MI_INT(m2.hblks), .hblkhd = MI_INT(m2.hblkhd), .usmblks = MI_INT(m2.usmblks),
+        .fsmblks = MI_INT(m2.fsmblks), .uordblks = MI_INT(m2.uordblks),
+        .fordblks = MI_INT(m2.fordblks), .keepcost = MI_INT(m2.keepcost),
+    };
+#undef MI_INT
+    return mi;
+}
+
+/* glibc's summary on stderr, in its layout, kslab's figures (for every
+ * cache, kslab_slabinfo). */
+EXPORT void malloc_stats(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    fprintf(stderr, "Arena 0:\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+                    "Total (incl. mmap):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+                    "max mmap regions = %10d\nmax mmap bytes   = %10lu\n",
+            m.arena, m.uordblks, m.arena + m.hblkhd, m.uordblks + m.hblkhd, 0, 0ul);
 }
 
 /* ---- glibc's other names -------------------------------------------------- */

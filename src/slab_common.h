@@ -700,5 +700,7 @@ void kslab_for_each_thread(void (*fn)(struct kslab_thread *, void *), void *arg)
 
 /* stats.c */
 uint64_t kslab_cache_active(struct kmem_cache *s);
+/* Bytes of the slots of every cache's allocated objects (mallinfo2's). */
+uint64_t kslab_active_bytes(void);
 
 #endif

@@ -50,6 +50,17 @@ uint64_t kslab_cache_active(struct kmem_cache *s)
     return events_active(ev);
 }
 
+uint64_t kslab_active_bytes(void)
+{
+    uint64_t sum = 0;
+    kslab_ensure_init();
+    kslab_lock(&kslab_cache_lock);
+    for (struct kmem_cache *s = kslab_cache_list; s; s = s->next_cache)
+        sum += kslab_cache_active(s) * s->size;
+    kslab_unlock(&kslab_cache_lock);
+    return sum;
+}
+
 int kslab_cache_stats(struct kmem_cache *s, struct kslab_stats *out)
 {
     if (!s || !out)

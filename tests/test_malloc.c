@@ -5,6 +5,7 @@
 #include "check.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <kslab.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -90,6 +91,48 @@ static void test_libc_names(void)
     __libc_free(NULL);
 }
 
+/* mallinfo2, mallinfo and malloc_stats in kslab's figures: left to glibc,
+ * they would describe its own unused heap, and none of the growth below
+ * would show. */
+static void print_stats(void *arg)
+{
+    malloc_stats();
+}
+static void test_mallinfo(void)
+{
+    enum { N = 2000 };
+    static void *p[N];
+    struct mallinfo2 a = mallinfo2();
+    CHECK_EQ(a.uordblks + a.fordblks, a.arena);
+    for (int i = 0; i < N; i++)
+        p[i] = vmalloc_(1000);
+    void *large = vmalloc_(200000), *huge16 = vmalloc_(16 << 20);
+    struct mallinfo2 b = mallinfo2();
+    CHECK(b.uordblks >= a.uordblks + N * 1000 + 200000);
+    CHECK_EQ(b.uordblks + b.fordblks, b.arena);
+    CHECK(b.hblkhd >= a.hblkhd + (16 << 20));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    struct mallinfo old = mallinfo();   /* glibc's old form: int fields */
+#pragma GCC diagnostic pop
+    CHECK(b.arena < INT_MAX && (size_t)old.uordblks >= (size_t)a.uordblks + N * 1000);
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    free(large);
+    free(huge16);
+    struct mallinfo2 c = mallinfo2();
+    CHECK(c.uordblks + N * 1000 + 200000 <= b.uordblks);
+    CHECK(c.hblkhd + (16 << 20) <= b.hblkhd);
+    CHECK_EQ(c.uordblks + c.fordblks, c.arena);
+    char buf[1024];
+    int sig;
+    run_child(print_stats, NULL, buf, sizeof buf, &sig);
+    unsigned long sys = 0, used = 0;
+    const char *at = strstr(buf, "Arena 0:\nsystem bytes     =");
+    CHECK(at && sscanf(at, "Arena 0:\nsystem bytes = %lu\nin use bytes = %lu", &sys, &used) == 2);
+    CHECK(sys > 0 && used > 0 && used <= sys);
+}
+
 static void test_calloc_realloc(void)
 {
     unsigned char *d = vmalloc_(1000);
@@ -138,12 +181,13 @@ static void test_aligned(void)
             memset(q, 1, n);
             free(q);
         }
+    static volatile size_t align24 = 24, align48 = 48;   /* no compile-time alignment warnings */
     errno = 0;
-    CHECK(aligned_alloc(24, 48) == NULL && errno == EINVAL);
+    CHECK(aligned_alloc(align24, 48) == NULL && errno == EINVAL);
     void *q = aligned_alloc(64, 100);
     CHECK(q && (uintptr_t)q % 64 == 0);
     free(q);
-    q = memalign(48, 100);                         /* rounded up to 64 */
+    q = memalign(align48, 100);                    /* rounded up to 64 */
     CHECK(q && (uintptr_t)q % 64 == 0);
     free(q);
     q = valloc(10);
@@ -714,6 +758,7 @@ int main(int argc, char **argv)
     test_malloc_free();
     test_calloc_realloc();
     test_libc_names();
+    test_mallinfo();
     test_realloc_maps();
     test_aligned();
     test_aligned_edges();
