@@ -58,16 +58,22 @@ static void test_malloc_free(void)
 /* glibc's __libc_ names are kslab's too: a block from either family goes
  * back through the other.  Left to glibc, the first free below would be
  * reported as a pointer kslab never gave out, and __libc_free would hand
- * kslab's block to glibc's free. */
-extern void *__libc_malloc(size_t);
-extern void __libc_free(void *);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void *__libc_valloc(size_t);
-extern void *__libc_pvalloc(size_t);
+ * kslab's block to glibc's free.  (Looked up as the dynamic linker binds a
+ * program's call: the first definition in the global scope.) */
+#define LIBC_FN(name, type) __typeof__(type) name = (__typeof__(type))dlsym(RTLD_DEFAULT, #name); \
+    CHECK(name != NULL)
 static void test_libc_names(void)
 {
+    LIBC_FN(__libc_malloc, void *(*)(size_t));
+    LIBC_FN(__libc_free, void (*)(void *));
+    LIBC_FN(__libc_calloc, void *(*)(size_t, size_t));
+    LIBC_FN(__libc_realloc, void *(*)(void *, size_t));
+    LIBC_FN(__libc_memalign, void *(*)(size_t, size_t));
+    LIBC_FN(__libc_valloc, void *(*)(size_t));
+    LIBC_FN(__libc_pvalloc, void *(*)(size_t));
+    if (!__libc_malloc || !__libc_free || !__libc_calloc || !__libc_realloc || !__libc_memalign ||
+        !__libc_valloc || !__libc_pvalloc)
+        return;
     unsigned char *p = __libc_malloc(100);
     CHECK(p && malloc_usable_size(p) >= 100);
     memset(p, 1, 100);
