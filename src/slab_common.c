@@ -6,12 +6,11 @@
  */
 #define _GNU_SOURCE
 #include "slab_common.h"
-
-#include <limits.h>
 #include "percpu.h"
 #include "slub_debug.h"
 #include "kfence.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
