@@ -51,16 +51,6 @@ enum { LIST_FULL = 0, LIST_PARTIAL = 1, LIST_FREE = 2 };
 
 /* ---- geometry --------------------------------------------------------------- */
 
-static unsigned force_idx_size(void)
-{
-    const char *v = prim_getenv("KSLAB_SLAB_INDEX");
-    static bool warned;     /* read at each cache's creation: say it once (relaxed:
-                             * a flag alone, nothing published with it) */
-    if (v && *v && strcmp(v, "int") != 0 && !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
-        kslab_warn("KSLAB_SLAB_INDEX=%s: takes only \"int\"; ignored", v);
-    return v && strcmp(v, "int") == 0 ? 4 : 0;
-}
-
 /* Objects and leftover bytes of a 2^order slab for one placement. */
 static unsigned estimate(size_t slab_bytes, unsigned size, unsigned idx, unsigned placement,
                          size_t *left)
@@ -115,7 +105,7 @@ static int slab_cache_init(struct kmem_cache *s)
     if (size > (PAGE_SIZE << MAX_SLAB_ORDER))
         return -1;
     s->size = (uint32_t)size;
-    unsigned forced = force_idx_size(), num = 0, order;
+    unsigned forced = kslab_opts.slab_index_int ? 4 : 0, num = 0, order;
     size_t left = 0;
     /* index width: bytes if a slab holds at most 256 objects */
     unsigned idx = forced ? forced : 1;

@@ -317,6 +317,10 @@ static void read_options(void)
     kslab_init_on_free = env_flag("KSLAB_INIT_ON_FREE");
     kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
     kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");
+    const char *ix = prim_getenv("KSLAB_SLAB_INDEX");
+    kslab_opts.slab_index_int = ix && strcmp(ix, "int") == 0;
+    if (ix && *ix && !kslab_opts.slab_index_int)
+        kslab_warn("KSLAB_SLAB_INDEX=%s: takes only \"int\"; ignored", ix);
     kslab_publish_init();
     kslab_debug_init();
     const char *a = prim_getenv("KSLAB_ALLOCATOR");

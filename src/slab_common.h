@@ -591,6 +591,7 @@ void *kslab_realloc_map(size_t n);
 struct kslab_options {
     bool nomerge;
     bool slabinfo_at_exit;
+    bool slab_index_int;    /* KSLAB_SLAB_INDEX=int: SLAB's 32-bit freelist indexes */
 };
 /* init_on_alloc / init_on_free (KSLAB_INIT_ON_ALLOC=1, KSLAB_INIT_ON_FREE=1;
  * the kernel's boot options): every allocation zeroed, every freed object
