@@ -258,14 +258,21 @@ static struct kmem_cache *_Atomic malloc_mid_cache[MALLOC_MAX_CACHE_SIZE / 128] 
     [0 ... MALLOC_MAX_CACHE_SIZE / 128 - 1] = kslab_malloc_unset
 };
 
-/* Class i's entries in malloc_mid_cache: buckets *b0 .. *b1 - 1 (none for
- * the classes up to 1 KiB).  Bucket b covers sizes 128 b + 1 .. 128 b + 128,
- * and class i sizes kslab_malloc_class_size(i - 1) + 1 .. its own. */
+/* Class i's entries in a table of one entry per `step` bytes (entry k
+ * covers sizes step k + 1 .. step k + step), from entry `first`: *k0 ..
+ * *k1 - 1, none if the class ends at or below entry first.  Class i holds
+ * sizes kslab_malloc_class_size(i - 1) + 1 .. its own. */
+static void malloc_class_entries(unsigned i, unsigned step, unsigned first, unsigned *k0,
+                                 unsigned *k1)
+{
+    unsigned lo = i ? kslab_malloc_class_size(i - 1) / step : 0;
+    *k0 = lo > first ? lo : first;
+    *k1 = kslab_malloc_class_size(i) / step;
+}
+/* ... in malloc_mid_cache (none for the classes up to 1 KiB) */
 static void malloc_mid_buckets(unsigned i, unsigned *b0, unsigned *b1)
 {
-    unsigned lo = i ? kslab_malloc_class_size(i - 1) / 128 : 0;
-    *b0 = lo > MALLOC_SMALL_MAX / 128 ? lo : MALLOC_SMALL_MAX / 128;
-    *b1 = kslab_malloc_class_size(i) / 128;
+    malloc_class_entries(i, 128, MALLOC_SMALL_MAX / 128, b0, b1);
 }
 
 static inline unsigned kmalloc_index(size_t size)
@@ -495,9 +502,8 @@ static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
     }
     unsigned b0, b1;
     if (n <= MALLOC_SMALL_MAX) {
-        /* entry k covers sizes 16 k + 1 .. 16 k + 16 */
-        unsigned lo = i ? kslab_malloc_class_size(i - 1) : 0, hi = kslab_malloc_class_size(i);
-        for (unsigned k = lo / 16; k < hi / 16; k++)
+        malloc_class_entries(i, 16, 0, &b0, &b1);
+        for (unsigned k = b0; k < b1; k++)
             atomic_store_explicit(&malloc_small_cache[k], s, memory_order_release);
     }
     malloc_mid_buckets(i, &b0, &b1);
