@@ -1,10 +1,17 @@
 # libkslab-malloc: the malloc(32)+free pair and real programs under LD_PRELOAD,
-# kslab beside the peers (wall and CPU time and peak RSS, median of 7 interleaved rounds, and kslab
-# over each peer as the median of per-round ratios).
+# kslab beside the peers (wall and CPU time and peak RSS, median of 7 interleaved rounds -- 15 for
+# python3 and sqlite3, issue 9's two targets -- and kslab over each peer as the median of per-round
+# ratios).
 echo "== drop-in: malloc pair and real workloads"
 KM=$PWD/build/libkslab-malloc.so
 PROG=$PWD/tests/programs
 RUNS=${DROPIN_RUNS:-7}
+# python3 and sqlite3 take more rounds: one run's time swings by +-4 % on this
+# shared machine (q1-q3 of 40 paired rounds), so a median of 7 ratios moved
+# by 0.03-0.06 from report to report, as much as the 5 % target it is read
+# against.  About 80 s more.
+PYRUNS=${DROPIN_PY_RUNS:-15}
+[ "$PYRUNS" -lt "$RUNS" ] && PYRUNS=$RUNS
 # who -> preload (empty: none)
 declare -A DI=( [kslab-slub]="$KM" [glibc]="" [jemalloc]="${PEER[jemalloc]}" [mimalloc]="${PEER[mimalloc]}" [tcmalloc]="${PEER[tcmalloc]}" )
 DWHO="kslab-slub glibc jemalloc mimalloc tcmalloc"
@@ -25,11 +32,12 @@ run_w() {  # WHO WORKLOAD CMD...: one timed run, appended to dropin.tsv
   else out=$(cd "$tmpd" && PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$@" 2>/dev/null | tail -1); fi
   printf '%s\t%s\t%s\n' "$who" "$w" "$out" >> "$RAW/dropin.tsv"
 }
-for r in $(seq $RUNS); do
+for r in $(seq $PYRUNS); do
   for who in $(rotated "$r" $DWHO); do
     di_ok "$who" || { printf '%s\tall\tmissing\n' "$who" >> "$RAW/dropin.tsv"; continue; }
     run_w "$who" "python3 (alloc_heavy.py)" python3 "$PROG/alloc_heavy.py"
     run_w "$who" "sqlite3 (workload.sql)" sqlite3 :memory: ".read $PROG/workload.sql"
+    [ "$r" -le "$RUNS" ] || continue
     rm -rf "$tmpd/repo"
     run_w "$who" "git (git_work.sh)" sh "$PROG/git_work.sh"
     run_w "$who" "shell (shell_work.sh)" sh "$PROG/shell_work.sh"
@@ -61,7 +69,7 @@ rm -rf "$tmpd"
   echo "|---|---|---|---|"
   awk -F'\t' '{printf "| %s | %s | %.2f (%.2f-%.2f) | %.1f |\n",$1,$2,$3,$4,$5,$6}' "$RAW/dropin_pair.tsv"
   echo
-  echo "### Real workloads: wall seconds and peak RSS, median of $RUNS runs (min-max)"
+  echo "### Real workloads: wall seconds and peak RSS, median of $RUNS runs ($PYRUNS for python3 and sqlite3; min-max)"
   echo
   echo "python3 runs with PYTHONMALLOC=malloc so every object goes through malloc; redis-server is"
   echo "driven by redis-benchmark on loopback (50 000 requests of each of SET/GET/LPUSH/LPOP/SADD,"
@@ -79,7 +87,7 @@ rm -rf "$tmpd"
             printf "| %s | %s | %.3f (%.3f-%.3f) | %s | %d (%d-%d) |\n", kk[1], kk[2], tv[int((cnt+1)/2)], tv[1], tv[cnt], cs, mv[int((cnt+1)/2)], mv[1], mv[cnt] }
           for (w in miss) printf "| all | %s | missing | |\n", w }' "$RAW/dropin.tsv" | sort -t'|' -k2,2 -s
   echo
-  echo "kslab's time over each peer's, the median of the $RUNS per-round ratios: the rounds are"
+  echo "kslab's time over each peer's, the median of the $RUNS per-round ratios ($PYRUNS for python3 and sqlite3): the rounds are"
   echo "interleaved, so a round's ratio cancels the machine's slow swings in load, which move"
   echo "the medians above by more than the differences between allocators.  *Best peer* is the"
   echo "highest of them (the fastest peer's): issue 9's target is at most 1.05 for python3 and sqlite3."
