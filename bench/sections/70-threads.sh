@@ -4,10 +4,15 @@
 # whole set is repeated THREADS_ROUNDS times (9: the 4-thread server row is
 # bimodal for every allocator, 2x between runs, and with 5 rounds a row's
 # ratio of medians and its paired ratio disagreed by up to 0.3 in one
-# report), interleaved; medians kept.
+# report), interleaved; medians kept.  The server rows run SERVER_ROUNDS
+# (21): at 9 rounds their paired ratios moved by 0.1-0.2 from report to
+# report (2 threads 1.01 then 0.85 against tcmalloc), more than the
+# target's margin; a round of them is about 6 s of the section's time.
 echo "== threads: server, pipeline, idle threads"
 KM=$PWD/build/libkslab-malloc.so
 ROUNDS=${THREADS_ROUNDS:-9}
+SROUNDS=${SERVER_ROUNDS:-21}
+[ "$SROUNDS" -lt "$ROUNDS" ] && SROUNDS=$ROUNDS
 : > "$RAW/threads.tsv"
 RUNCMD=$PWD/$B/runcmd
 notag_build
@@ -21,11 +26,12 @@ threads_run() {  # WHO ARGS...: the program's row, then runcmd's peak RSS (KiB)
   esac
   printf '%s\t%s\n' "$(echo "$out" | head -1)" "$(echo "$out" | tail -1 | cut -f2)"
 }
-for r in $(seq "$ROUNDS"); do
+for r in $(seq "$SROUNDS"); do
   for who in $(rotated "$r" kslab kslab-thread kslab-notag $PEERS); do
     case $who in kslab-notag) [ -n "$NOTAG_KM" ] || continue ;; kslab*) ;; *) peer_ok "$who" || continue ;; esac
     for n in 2 4 16; do threads_run "$who" server $n >> "$RAW/threads.tsv"; done
     [ $who = kslab-notag ] && continue    # the tag's cost: the server rows only
+    [ "$r" -le "$ROUNDS" ] || continue    # the other rows: ROUNDS
     for n in 2 4 16; do threads_run "$who" pipeline $n >> "$RAW/threads.tsv"; done
     threads_run "$who" idle 1000 >> "$RAW/threads.tsv"
   done
@@ -38,7 +44,7 @@ done
   echo "(M allocations/s, higher is better).  pipeline N: one producer allocates 64-byte objects,"
   echo "N-1 consumers free them (M objects/s).  idle 1000: RSS with 1000 threads alive that each"
   echo "allocated and freed one object in 8 size classes (KiB, lower is better; 64 KiB stacks)."
-  echo "Median of $ROUNDS interleaved rounds, peak RSS in MiB beside the rates; *kslab vs best*"
+  echo "Median of $ROUNDS interleaved rounds ($SROUNDS for the server rows), peak RSS in MiB beside the rates; *kslab vs best*"
   echo "is kslab's figure over the best peer's (above 1 is better for rates, below 1 for RSS)."
   echo
   echo "*paired* is the same comparison made round by round: for each peer, the median over the"
