@@ -67,8 +67,8 @@ void kslab_kfence_init(void)
     unsigned long n;
     if (!v || !*v)
         return;
-    if (!kslab_env_digits(v, &n, &end) || (*end && strcmp(end, "ms") != 0) ||
-        (*end && n > UINT64_MAX / 1000000u)) {
+    if (!kslab_env_digits(v, &n, &end) ||
+        (*end && (strcmp(end, "ms") != 0 || n > UINT64_MAX / 1000000u))) {
         kslab_warn("KSLAB_KFENCE=%s: not N or Nms; KFENCE off", v);
         return;
     }

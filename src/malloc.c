@@ -212,13 +212,13 @@ EXPORT struct mallinfo2 mallinfo2(void)
     if (slab_used > m.slab_bytes)
         slab_used = m.slab_bytes;
     uint64_t pcp = m.pcp_bytes < m.large_bytes ? m.pcp_bytes : m.large_bytes;
-    struct mallinfo2 mi;
-    memset(&mi, 0, sizeof mi);
-    mi.arena = m.slab_bytes + m.large_bytes + m.hot_bytes;
-    mi.uordblks = slab_used + (m.large_bytes - pcp);
+    struct mallinfo2 mi = {
+        .arena = m.slab_bytes + m.large_bytes + m.hot_bytes,
+        .uordblks = slab_used + (m.large_bytes - pcp),
+        .hblkhd = m.huge_bytes,
+        .keepcost = m.hot_bytes + m.huge_cached_bytes,
+    };
     mi.fordblks = mi.arena - mi.uordblks;
-    mi.hblkhd = m.huge_bytes;
-    mi.keepcost = m.hot_bytes + m.huge_cached_bytes;
     return mi;
 }
 

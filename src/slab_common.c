@@ -64,11 +64,6 @@ int kslab_env_bool(const char *name, int unset)
     return 1;
 }
 
-static bool env_flag(const char *name)
-{
-    return kslab_env_bool(name, 0);
-}
-
 bool kslab_init_on_alloc, kslab_init_on_free;
 
 /* Freelist hardening: on unless KSLAB_HARDENED=0 (for measurement). */
@@ -313,10 +308,10 @@ static void read_options(void)
     kslab_stride_min = kslab_env_number("KSLAB_RANDOM_STRIDE", kslab_stride_min);
     kslab_stride_span = kslab_env_number("KSLAB_STRIDE_SPAN", kslab_stride_span);
     atomic_store_explicit(&random_state, prim_random_seed(), memory_order_relaxed);
-    kslab_init_on_alloc = env_flag("KSLAB_INIT_ON_ALLOC");
-    kslab_init_on_free = env_flag("KSLAB_INIT_ON_FREE");
-    kslab_opts.nomerge = env_flag("KSLAB_NOMERGE");
-    kslab_opts.slabinfo_at_exit = env_flag("KSLAB_SLABINFO");
+    kslab_init_on_alloc = kslab_env_bool("KSLAB_INIT_ON_ALLOC", 0);
+    kslab_init_on_free = kslab_env_bool("KSLAB_INIT_ON_FREE", 0);
+    kslab_opts.nomerge = kslab_env_bool("KSLAB_NOMERGE", 0);
+    kslab_opts.slabinfo_at_exit = kslab_env_bool("KSLAB_SLABINFO", 0);
     const char *ix = prim_getenv("KSLAB_SLAB_INDEX");
     kslab_opts.slab_index_int = ix && strcmp(ix, "int") == 0;
     if (ix && *ix && !kslab_opts.slab_index_int)

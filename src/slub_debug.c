@@ -134,15 +134,10 @@ static void *shared_base;
 enum { TOOL_NONE, TOOL_ASAN, TOOL_VALGRIND };
 static int tool;                /* set once by kslab_debug_init */
 
-static bool env_off(const char *name)
-{
-    return kslab_env_bool(name, 1) == 0;
-}
-
 static void tool_init(void)
 {
 #if HAVE_ASAN
-    if (!env_off("KSLAB_ASAN"))
+    if (kslab_env_bool("KSLAB_ASAN", 1))
         tool = TOOL_ASAN;
 #endif
 #if HAVE_VALGRIND
@@ -151,7 +146,7 @@ static void tool_init(void)
      * the request unanswered (0) */
     uint8_t probe = 0, vbits;
     if (tool == TOOL_NONE && RUNNING_ON_VALGRIND && VALGRIND_GET_VBITS(&probe, &vbits, 1) == 1 &&
-        !env_off("KSLAB_VALGRIND"))
+        kslab_env_bool("KSLAB_VALGRIND", 1))
         tool = TOOL_VALGRIND;
 #endif
 }
