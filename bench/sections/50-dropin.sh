@@ -13,9 +13,15 @@ RUNS=${DROPIN_RUNS:-7}
 PYRUNS=${DROPIN_PY_RUNS:-15}
 [ "$PYRUNS" -lt "$RUNS" ] && PYRUNS=$RUNS
 # who -> preload (empty: none)
-declare -A DI=( [kslab-slub]="$KM" [glibc]="" [jemalloc]="${PEER[jemalloc]}" [mimalloc]="${PEER[mimalloc]}" [tcmalloc]="${PEER[tcmalloc]}" )
-DWHO="kslab-slub glibc jemalloc mimalloc tcmalloc"
-di_ok() { [ "$1" = kslab-slub ] || peer_ok "$1"; }
+declare -A DI=( [kslab-slub]="$KM" [kslab-unhardened]="$KM" [glibc]="" [jemalloc]="${PEER[jemalloc]}" [mimalloc]="${PEER[mimalloc]}" [tcmalloc]="${PEER[tcmalloc]}" )
+# kslab-unhardened: the same library with KSLAB_HARDENED=0 (no freelist
+# randomization, no pointer encoding; the free tag stays), on python3 and
+# sqlite3 only -- what issue 9's page allocator and classes give those two
+# before issue 12's default defences, whose cost is read against issue 12's
+# own budget (2 % on python3) in section 86
+declare -A DENV=( [kslab-unhardened]="KSLAB_HARDENED=0" )
+DWHO="kslab-slub kslab-unhardened glibc jemalloc mimalloc tcmalloc"
+di_ok() { case $1 in kslab-*) return 0 ;; esac; peer_ok "$1"; }
 : > "$RAW/dropin_pair.tsv"
 LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc (slub)" >> "$RAW/dropin_pair.tsv"
 for a in slab slob-seg; do KSLAB_ALLOCATOR=$a LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc ($a)" >> "$RAW/dropin_pair.tsv"; done
@@ -28,8 +34,9 @@ run_w() {  # WHO WORKLOAD CMD...: one timed run, appended to dropin.tsv
   local who=$1 w=$2; shift 2
   local pre=${DI[$who]}
   local out
-  if [ -n "$pre" ]; then out=$(cd "$tmpd" && LD_PRELOAD="$pre" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$@" 2>/dev/null | tail -1)
-  else out=$(cd "$tmpd" && PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$@" 2>/dev/null | tail -1); fi
+  local envs=${DENV[$who]:-KSLAB_BENCH_CONFIG=$who}    # a variable set either way
+  if [ -n "$pre" ]; then out=$(cd "$tmpd" && env $envs LD_PRELOAD="$pre" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$@" 2>/dev/null | tail -1)
+  else out=$(cd "$tmpd" && env $envs PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$@" 2>/dev/null | tail -1); fi
   printf '%s\t%s\t%s\n' "$who" "$w" "$out" >> "$RAW/dropin.tsv"
 }
 for r in $(seq $PYRUNS); do
@@ -37,7 +44,7 @@ for r in $(seq $PYRUNS); do
     di_ok "$who" || { printf '%s\tall\tmissing\n' "$who" >> "$RAW/dropin.tsv"; continue; }
     run_w "$who" "python3 (alloc_heavy.py)" python3 "$PROG/alloc_heavy.py"
     run_w "$who" "sqlite3 (workload.sql)" sqlite3 :memory: ".read $PROG/workload.sql"
-    [ "$r" -le "$RUNS" ] || continue
+    [ "$r" -le "$RUNS" ] && [ "$who" != kslab-unhardened ] || continue
     rm -rf "$tmpd/repo"
     run_w "$who" "git (git_work.sh)" sh "$PROG/git_work.sh"
     run_w "$who" "shell (shell_work.sh)" sh "$PROG/shell_work.sh"
@@ -91,6 +98,10 @@ rm -rf "$tmpd"
   echo "interleaved, so a round's ratio cancels the machine's slow swings in load, which move"
   echo "the medians above by more than the differences between allocators.  *Best peer* is the"
   echo "highest of them (the fastest peer's): issue 9's target is at most 1.05 for python3 and sqlite3."
+  echo "The *KSLAB_HARDENED=0* rows are kslab without freelist randomization and pointer encoding"
+  echo "(issue 12's defaults, on by default; the free tag stays): what the page allocator and the"
+  echo "malloc classes give those two workloads, and with the default rows, what the defences cost"
+  echo "them (section 86 has that cost on its own, against issue 12's budget of 2 % on python3)."
   echo "Wall time counts the time a program waited for a CPU, which on a shared machine is other"
   echo "tenants' load; CPU time (user + system) leaves it out, so it is the steadier of the two."
   echo
@@ -104,8 +115,9 @@ rm -rf "$tmpd"
         for (i = 1; i <= c[k] && i <= c[p]; i++) if (t[p, i] > 0) v[++n] = t[k, i] / t[p, i]
         return n ? median(v, n) : -1 }
       END { split("glibc jemalloc mimalloc tcmalloc", peers, " ")
-        for (w in wl) { k = w SUBSEP "kslab-slub"; if (!c[k]) continue
-          line = "| " w " | " (col == 3 ? "wall" : "CPU"); worst = 0
+        split("kslab-slub kslab-unhardened", us, " ")
+        for (w in wl) for (u = 1; u <= 2; u++) { k = w SUBSEP us[u]; if (!c[k]) continue
+          line = "| " w (u == 2 ? ", KSLAB_HARDENED=0" : "") " | " (col == 3 ? "wall" : "CPU"); worst = 0
           for (i = 1; i <= 4; i++) { r = paired(k, w SUBSEP peers[i])
             if (r < 0) line = line " | -"
             else { line = line sprintf(" | %.3f", r); if (r > worst) worst = r } }
