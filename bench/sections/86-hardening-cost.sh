@@ -18,7 +18,7 @@ hbin() {
 HRUNS=${HARDEN_RUNS:-7}
 # python3 takes more rounds (HARDEN_PY_RUNS): issue 12 bounds its cost at 2 %,
 # and with 7 rounds norandom / off, which run the same instructions, read
-# 0.95-1.06 from report to report.  About 70 s more.
+# 1.06 in one report.  About 70 s more.
 HPY=${HARDEN_PY_RUNS:-15}
 [ "$HPY" -lt "$HRUNS" ] && HPY=$HRUNS
 : > "$RAW/harden.tsv"
