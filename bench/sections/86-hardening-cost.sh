@@ -27,9 +27,9 @@ for r in $(seq "$HPY"); do
     e=${HENV[$c]}
     hbin "$c"
     if [ "$r" -le "$HRUNS" ]; then
-    env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     fi
     t=$(cd /tmp && env $e LD_PRELOAD="$HKM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
     printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$(echo "$t" | cut -f1)" >> "$RAW/harden.tsv"
@@ -127,10 +127,10 @@ done
       return median(x, m) }
     END { for (i=1;i<=n;i++) { k=order[i]; d=med("default",k); r=med("norandom",k); o=med("off",k)
             f=med("kfence",k); t=med("notag",k)
-            printf "| %s | %.3f | %.3f | %.3f | %.3f | %s | %.2f | %.2f | %.2f | %s | %.2f | %s | %.2f |\n", k, d, r, o, f,
+            printf "| %s | %.3f | %.3f | %.3f | %.3f | %s | %.2f | %.2f | %.2f | %s | %.3f | %s | %.3f |\n", k, d, r, o, f,
                    t ? sprintf("%.3f", t) : "-", o ? d/o : 0, o ? r/o : 0, d ? f/d : 0,
                    t ? sprintf("%.2f", d/t) : "-", paired("default", "off", k),
-                   t ? sprintf("%.2f", paired("default", "notag", k)) : "-", paired("norandom", "off", k) } }' \
+                   t ? sprintf("%.3f", paired("default", "notag", k)) : "-", paired("norandom", "off", k) } }' \
     "$RAW/harden.tsv"
   echo
   if [ -s "$RAW/harden_ir.tsv" ]; then
