@@ -33,6 +33,11 @@ rotated() {
   for ((i = 0; i < n; i++)); do printf '%s\n' "${a[$(( (i + r) % n ))]}"; done
 }
 
+# more_rounds N BASE: N, or BASE if that is more -- the extended round count
+# of a section's noisiest rows (python3, the server rows), never below the
+# count its other rows run.
+more_rounds() { if [ "$1" -lt "$2" ]; then echo "$2"; else echo "$1"; fi; }
+
 # callgrind_calls OUT: from micro_static --quick under callgrind (file OUT),
 # "NAME<TAB>instructions per call" for each front door's fast path.
 callgrind_calls() {

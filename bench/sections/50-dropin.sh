@@ -10,8 +10,7 @@ RUNS=${DROPIN_RUNS:-7}
 # shared machine (q1-q3 of 40 paired rounds), so a median of 7 ratios moved
 # by 0.03-0.06 from report to report, as much as the 5 % target it is read
 # against.  About 80 s more.
-PYRUNS=${DROPIN_PY_RUNS:-15}
-[ "$PYRUNS" -lt "$RUNS" ] && PYRUNS=$RUNS
+PYRUNS=$(more_rounds "${DROPIN_PY_RUNS:-15}" "$RUNS")
 # who -> preload (empty: none)
 declare -A DI=( [kslab-slub]="$KM" [kslab-unhardened]="$KM" [glibc]="" [jemalloc]="${PEER[jemalloc]}" [mimalloc]="${PEER[mimalloc]}" [tcmalloc]="${PEER[tcmalloc]}" )
 # kslab-unhardened: the same library with KSLAB_HARDENED=0 (no freelist

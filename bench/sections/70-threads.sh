@@ -11,8 +11,7 @@
 echo "== threads: server, pipeline, idle threads"
 KM=$PWD/build/libkslab-malloc.so
 ROUNDS=${THREADS_ROUNDS:-9}
-SROUNDS=${SERVER_ROUNDS:-21}
-[ "$SROUNDS" -lt "$ROUNDS" ] && SROUNDS=$ROUNDS
+SROUNDS=$(more_rounds "${SERVER_ROUNDS:-21}" "$ROUNDS")
 : > "$RAW/threads.tsv"
 RUNCMD=$PWD/$B/runcmd
 notag_build

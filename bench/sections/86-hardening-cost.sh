@@ -19,22 +19,19 @@ HRUNS=${HARDEN_RUNS:-7}
 # python3 takes more rounds (HARDEN_PY_RUNS): issue 12 bounds its cost at 2 %,
 # and with 7 rounds norandom / off, which run the same instructions, read
 # 1.06 in one report.  About 70 s more.
-HPY=${HARDEN_PY_RUNS:-15}
-[ "$HPY" -lt "$HRUNS" ] && HPY=$HRUNS
+HPY=$(more_rounds "${HARDEN_PY_RUNS:-15}" "$HRUNS")
 : > "$RAW/harden.tsv"
 for r in $(seq "$HPY"); do
   for c in $(rotated "$r" $HCONF); do
     e=${HENV[$c]}
     hbin "$c"
-    if [ "$r" -le "$HRUNS" ]; then
-      env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-      env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-      env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    fi
     t=$(cd /tmp && env $e LD_PRELOAD="$HKM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
     printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$(echo "$t" | cut -f1)" >> "$RAW/harden.tsv"
     printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
-    [ "$r" -le "$HRUNS" ] || continue
+    [ "$r" -le "$HRUNS" ] || continue       # the rest: HRUNS rounds
+    env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     for sz in 80 208; do
       env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
         awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
