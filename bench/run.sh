@@ -33,6 +33,17 @@ rotated() {
   for ((i = 0; i < n; i++)); do printf '%s\n' "${a[$(( (i + r) % n ))]}"; done
 }
 
+# PYTHON3: the python3 interpreter itself, which every python3 row runs.
+# `python3` on PATH may be a wrapper: pyenv's shims are bash scripts that run
+# more bash before they exec the interpreter, and under LD_PRELOAD all of it
+# runs on the allocator measured.  On the development machine `python3 -c
+# pass` took 0.10 s through the shim and 0.037 s run directly (kslab 0.103,
+# mimalloc 0.096, glibc 0.086: medians of 7), so each alloc_heavy.py row
+# (about 1.4 s) was 7 % bash start-up, and its rounds' spread (q1-q3) about
+# +-2.5 % where the interpreter alone gives +-1.5 %.
+PYTHON3=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
+[ -x "$PYTHON3" ] || PYTHON3=python3
+
 # more_rounds N BASE: N, or BASE if that is more -- the extended round count
 # of a section's noisiest rows (python3, the server rows), never below the
 # count its other rows run.

@@ -41,7 +41,7 @@ run_w() {  # WHO WORKLOAD CMD...: one timed run, appended to dropin.tsv
 for r in $(seq $PYRUNS); do
   for who in $(rotated "$r" $DWHO); do
     di_ok "$who" || { printf '%s\tall\tmissing\n' "$who" >> "$RAW/dropin.tsv"; continue; }
-    run_w "$who" "python3 (alloc_heavy.py)" python3 "$PROG/alloc_heavy.py"
+    run_w "$who" "python3 (alloc_heavy.py)" "$PYTHON3" "$PROG/alloc_heavy.py"
     run_w "$who" "sqlite3 (workload.sql)" sqlite3 :memory: ".read $PROG/workload.sql"
     [ "$r" -le "$RUNS" ] && [ "$who" != kslab-unhardened ] || continue
     rm -rf "$tmpd/repo"
@@ -77,7 +77,8 @@ rm -rf "$tmpd"
   echo
   echo "### Real workloads: wall seconds and peak RSS, median of $RUNS runs ($PYRUNS for python3 and sqlite3; min-max)"
   echo
-  echo "python3 runs with PYTHONMALLOC=malloc so every object goes through malloc; redis-server is"
+  echo "python3 is \`$PYTHON3\` ($("$PYTHON3" -V 2>&1)), run directly, not through a PATH wrapper;"
+  echo "it runs with PYTHONMALLOC=malloc so every object goes through malloc; redis-server is"
   echo "driven by redis-benchmark on loopback (50 000 requests of each of SET/GET/LPUSH/LPOP/SADD,"
   echo "pipeline 8; time is the client's, RSS the server's).  Debian's redis-server links jemalloc,"
   echo "so it has no glibc row, and its jemalloc row is the unmodified server."

@@ -4,7 +4,7 @@ echo "== replay: python3 and sqlite3 traces on every allocator"
 RT=$PWD/build/utils
 PROG=$PWD/tests/programs
 tmpr=$(mktemp -d)
-(cd "$tmpr" && PYTHONMALLOC=malloc "$RT/kslab-record" -o "$RAW/python3.kst" python3 "$PROG/alloc_heavy.py" 50000 >/dev/null 2> "$RAW/python3.rec")
+(cd "$tmpr" && PYTHONMALLOC=malloc "$RT/kslab-record" -o "$RAW/python3.kst" "$PYTHON3" "$PROG/alloc_heavy.py" 50000 >/dev/null 2> "$RAW/python3.rec")
 (cd "$tmpr" && "$RT/kslab-record" -o "$RAW/sqlite3.kst" sqlite3 :memory: ".read $PROG/workload.sql" >/dev/null 2> "$RAW/sqlite3.rec")
 rm -rf "$tmpr"
 for w in python3 sqlite3; do

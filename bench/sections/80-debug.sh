@@ -21,7 +21,7 @@ row() {  # LABEL OUT [PY]: a debug.tsv row from micro_static's or malloc_pair's 
     "${3-}" >> "$RAW/debug.tsv"
 }
 py_s() {  # ENV...: python3 alloc_heavy.py's wall seconds under libkslab-malloc
-  (cd /tmp && env "$@" LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 600 "$RUNCMD" python3 \
+  (cd /tmp && env "$@" LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 600 "$RUNCMD" "$PYTHON3" \
      "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
 }
 for f in none F Z P U FZPU; do
@@ -48,11 +48,11 @@ if command -v valgrind >/dev/null; then
   row "kslab under valgrind memcheck" "$out"
 fi
 gl=$($B/malloc_pair x)
-glpy=$(cd /tmp && PYTHONMALLOC=malloc "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+glpy=$(cd /tmp && PYTHONMALLOC=malloc "$RUNCMD" "$PYTHON3" "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
 row glibc "$gl" "$glpy"
 if [ -e "$MDEBUG" ]; then
   md=$(LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 $B/malloc_pair x)
-  mdpy=$(cd /tmp && LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 PYTHONMALLOC=malloc "$RUNCMD" python3 \
+  mdpy=$(cd /tmp && LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 PYTHONMALLOC=malloc "$RUNCMD" "$PYTHON3" \
          "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
   row "glibc MALLOC_CHECK_=3" "$md" "$mdpy"
 fi

@@ -25,7 +25,7 @@ for r in $(seq "$HPY"); do
   for c in $(rotated "$r" $HCONF); do
     e=${HENV[$c]}
     hbin "$c"
-    t=$(cd /tmp && env $e LD_PRELOAD="$HKM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" python3 "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
+    t=$(cd /tmp && env $e LD_PRELOAD="$HKM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$PYTHON3" "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
     printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$(echo "$t" | cut -f1)" >> "$RAW/harden.tsv"
     printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     [ "$r" -le "$HRUNS" ] || continue       # the rest: HRUNS rounds
@@ -60,13 +60,12 @@ fi
 # runs a program some 50x slower, so a 100 ms interval samples about 50x
 # more of its allocations than a native run does: an upper bound.
 : > "$RAW/harden_kfence_ir.tsv"
-# (the interpreter itself: valgrind does not follow a wrapper's exec)
-PYBIN=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
-if command -v valgrind >/dev/null && [ -x "$PYBIN" ]; then
+# ($PYTHON3, the interpreter itself: valgrind does not follow a wrapper's exec)
+if command -v valgrind >/dev/null && [ -x "$PYTHON3" ]; then
   for c in default kfence; do
     cg="$RAW/harden.python3.$c.callgrind"
     (cd /tmp && env ${HENV[$c]} LD_PRELOAD="$KM" PYTHONMALLOC=malloc PYTHONHASHSEED=0 timeout 900 valgrind \
-       --tool=callgrind --callgrind-out-file="$cg" "$PYBIN" "$PROG/alloc_heavy.py" 100000 \
+       --tool=callgrind --callgrind-out-file="$cg" "$PYTHON3" "$PROG/alloc_heavy.py" 100000 \
        >/dev/null 2>&1) || continue
     ir=$(sed -nE 's/^(summary|totals): ([0-9]+).*/\2/p' "$cg" | head -1)
     smp=$(callgrind_annotate --inclusive=yes "$cg" 2>/dev/null |
