@@ -44,6 +44,17 @@ rotated() {
 PYTHON3=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
 [ -x "$PYTHON3" ] || PYTHON3=python3
 
+# alloc_heavy PRELOAD [VAR=VALUE...]: one run of python3's alloc_heavy.py
+# under PRELOAD (empty: glibc) with the variables given, PYTHONMALLOC=malloc
+# so every object goes through malloc, timed by runcmd: its line (wall s,
+# peak RSS KiB, CPU s), empty if the run failed.  Sections 80 and 86.
+alloc_heavy() {
+  local pre=$1 rc=$PWD/$B/runcmd py=$PWD/tests/programs/alloc_heavy.py
+  shift
+  (cd /tmp && env "$@" ${pre:+LD_PRELOAD="$pre"} PYTHONMALLOC=malloc timeout 600 "$rc" \
+     "$PYTHON3" "$py" 2>/dev/null | tail -1)
+}
+
 # more_rounds N BASE: N, or BASE if that is more -- the extended round count
 # of a section's noisiest rows (python3, the server rows), never below the
 # count its other rows run.

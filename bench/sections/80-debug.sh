@@ -7,8 +7,6 @@
 # of 1000 with it); valgrind only for the pairs.
 echo "== debugging: cost of each KSLAB_DEBUG flag"
 KM=$PWD/build/libkslab-malloc.so
-PROG=$PWD/tests/programs
-RUNCMD=$PWD/$B/runcmd
 MDEBUG=/lib/x86_64-linux-gnu/libc_malloc_debug.so.0
 : > "$RAW/debug.tsv"
 pair_ns() {  # OUT-ROW-NAME: the ns median of that row of micro's output (stdin)
@@ -21,8 +19,7 @@ row() {  # LABEL OUT [PY]: a debug.tsv row from micro_static's or malloc_pair's 
     "${3-}" >> "$RAW/debug.tsv"
 }
 py_s() {  # ENV...: python3 alloc_heavy.py's wall seconds under libkslab-malloc
-  (cd /tmp && env "$@" LD_PRELOAD="$KM" PYTHONMALLOC=malloc timeout 600 "$RUNCMD" "$PYTHON3" \
-     "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+  alloc_heavy "$KM" "$@" | cut -f1
 }
 for f in none F Z P U FZPU; do
   if [ $f = none ]; then out=$($B/micro_static x); py=$(py_s)
@@ -48,12 +45,11 @@ if command -v valgrind >/dev/null; then
   row "kslab under valgrind memcheck" "$out"
 fi
 gl=$($B/malloc_pair x)
-glpy=$(cd /tmp && PYTHONMALLOC=malloc "$RUNCMD" "$PYTHON3" "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+glpy=$(alloc_heavy "" | cut -f1)
 row glibc "$gl" "$glpy"
 if [ -e "$MDEBUG" ]; then
   md=$(LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 $B/malloc_pair x)
-  mdpy=$(cd /tmp && LD_PRELOAD=$MDEBUG MALLOC_CHECK_=3 PYTHONMALLOC=malloc "$RUNCMD" "$PYTHON3" \
-         "$PROG/alloc_heavy.py" 2>/dev/null | tail -1 | cut -f1)
+  mdpy=$(alloc_heavy "$MDEBUG" MALLOC_CHECK_=3 | cut -f1)
   row "glibc MALLOC_CHECK_=3" "$md" "$mdpy"
 fi
 if command -v valgrind >/dev/null; then

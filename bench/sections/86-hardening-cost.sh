@@ -3,7 +3,6 @@
 # everything off (KSLAB_HARDENED=0), configurations interleaved.
 echo "== hardening: cost of each defence"
 KM=$PWD/build/libkslab-malloc.so
-RUNCMD=$PWD/$B/runcmd
 PROG=$PWD/tests/programs
 notag_build
 HCONF="default norandom off kfence"
@@ -25,7 +24,7 @@ for r in $(seq "$HPY"); do
   for c in $(rotated "$r" $HCONF); do
     e=${HENV[$c]}
     hbin "$c"
-    t=$(cd /tmp && env $e LD_PRELOAD="$HKM" PYTHONMALLOC=malloc timeout 300 "$RUNCMD" "$PYTHON3" "$PROG/alloc_heavy.py" 2>/dev/null | tail -1)
+    t=$(alloc_heavy "$HKM" $e)
     printf '%s\tpython3 alloc_heavy.py (s)\t%s\n' "$c" "$(echo "$t" | cut -f1)" >> "$RAW/harden.tsv"
     printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     [ "$r" -le "$HRUNS" ] || continue       # the rest: HRUNS rounds
