@@ -7,7 +7,7 @@ CMAKE  ?= cmake
 
 SOAK_SECONDS ?= 120
 
-.PHONY: all test test-plain test-asan test-tsan test-notag test-clang bench install deps clean soak
+.PHONY: all test test-plain test-asan test-tsan test-notag test-clang bench install deps clean soak soak-python
 
 all: build/Makefile
 	$(CMAKE) --build build -j$(JOBS)
@@ -53,6 +53,15 @@ soak: deps
 	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DKSLAB_SANITIZE=thread
 	$(CMAKE) --build build-tsan -j$(JOBS)
 	sh tools/soak.sh build-tsan $(SOAK_SECONDS)
+
+# CPython's own regression suite (Debian's python3) on libkslab-malloc.so in
+# each of PYSUITE_CONFIGS (tools/pysuite.sh: default, per-thread, SLAB,
+# slob-seg, SLOB; about 8 minutes each): every test file that passes on
+# glibc must pass on kslab.  Not part of make test.
+PYSUITE_CONFIGS ?=
+soak-python: all
+	@sh tools/deps.sh python-suite
+	bash tools/pysuite.sh build/libkslab-malloc.so $(PYSUITE_CONFIGS)
 
 bench: all
 	@sh tools/deps.sh bench
