@@ -56,7 +56,7 @@ soak: deps
 
 # CPython's own regression suite (Debian's python3) on libkslab-malloc.so in
 # each of PYSUITE_CONFIGS (tools/pysuite.sh: default, per-thread, SLAB,
-# slob-seg, SLOB; about 8 minutes each): every test file that passes on
+# slob-seg; about 9 minutes each): every test file that passes on
 # glibc must pass on kslab.  Not part of make test.
 PYSUITE_CONFIGS ?=
 soak-python: all

@@ -12,8 +12,10 @@
 # Usage: pysuite.sh LIBKSLAB_MALLOC [CONFIG ...]
 #   CONFIG: `default`, or VAR=VALUE[,VAR=VALUE...] set for that run
 #   (default: default KSLAB_PERCPU=0 KSLAB_ALLOCATOR=slab
-#   KSLAB_ALLOCATOR=slob-seg KSLAB_ALLOCATOR=slob).  About 8 minutes each on
-#   two CPUs.
+#   KSLAB_ALLOCATOR=slob-seg).  About 9 minutes each on two CPUs.  Classic
+#   SLOB is left out: its first-fit walk made 6 files outrun the 300 s
+#   timeout (42 minutes in all; every other file passed as on glibc); give
+#   it KSLAB_ALLOCATOR=slob and PYSUITE_TIMEOUT=1500.
 # Environment: PYSUITE_TESTS (test names; default: the whole suite),
 #   PYSUITE_EXCLUDE (files left out), PYSUITE_TIMEOUT (s a file, 300),
 #   JOBS (2), PYSUITE_OUT (where the logs go; default a temporary directory).
@@ -22,7 +24,7 @@ lib=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); shift
 [ -f "$lib" ] || { echo "pysuite: no $lib (run make first)" >&2; exit 2; }
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] || configs=(default KSLAB_PERCPU=0 KSLAB_ALLOCATOR=slab
-                                     KSLAB_ALLOCATOR=slob-seg KSLAB_ALLOCATOR=slob)
+                                     KSLAB_ALLOCATOR=slob-seg)
 PY=/usr/bin/python3
 out=${PYSUITE_OUT:-$(mktemp -d)}
 mkdir -p "$out"
@@ -47,7 +49,7 @@ run() {
   # lines such as "0:01:07 load avg: 0.74 [ 85/462/1] test_cmd_line failed (1 failure)"
   sed -n 's/^.*\] \(test[A-Za-z0-9_.]*\) \([a-z][a-z-]*\).*$/\1 \2/p' "$out/$label.log" |
     LC_ALL=C sort -u -k1,1 > "$out/$label.status"
-  printf 'pysuite: %-26s %4d files: %4d passed, %3d skipped, %3d other  (%d s)\n' "$label" \
+  printf 'pysuite: %-34s %4d files: %4d passed, %3d skipped, %3d other  (%d s)\n' "$label" \
     "$(wc -l < "$out/$label.status")" "$(grep -c ' passed$' "$out/$label.status")" \
     "$(grep -c ' skipped$' "$out/$label.status")" \
     "$(grep -vc ' passed$\| skipped$' "$out/$label.status")" $((SECONDS - t0))
@@ -76,6 +78,7 @@ for c in "${configs[@]}"; do
     bad=1
     echo "pysuite: $label: passed on glibc, not on kslab: $lost $missing"
     [ -s "$out/$label.status" ] || tail -20 "$out/$label.log"   # it did not run at all
+    grep -q '^Timeout' "$out/$label.log" && echo "pysuite: $label: some ran past the timeout"
     for f in $(echo "$lost" | tr ' ' '\n' | grep '^test'); do
       grep -n -A25 "] $f " "$out/$label.log" | head -40
     done
