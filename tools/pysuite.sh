@@ -16,8 +16,8 @@
 #   SLOB is left out: its first-fit walk made 6 files outrun the 300 s
 #   timeout (42 minutes in all; every other file passed as on glibc); give
 #   it KSLAB_ALLOCATOR=slob and PYSUITE_TIMEOUT=1500.
-# Environment: PYSUITE_TESTS (test names; default: the whole suite),
-#   PYSUITE_EXCLUDE (files left out), PYSUITE_TIMEOUT (s a file, 300),
+# Environment: PYSUITE_TESTS (test names; default: the whole suite but
+#   PYSUITE_EXCLUDE's files, which it then replaces), PYSUITE_TIMEOUT (s a file, 300),
 #   JOBS (2), PYSUITE_OUT (where the logs go; default a temporary directory).
 set -u
 lib=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); shift
@@ -45,7 +45,7 @@ fi
 run() {
   local label=$1; shift
   local t0=$SECONDS
-  (cd "$out" && env "$@" PYTHONMALLOC=malloc "$PY" "${args[@]}") > "$out/$label.log" 2>&1
+  (cd "$out" && env "$@" PYTHONMALLOC=malloc "$PY" "${args[@]}") > "$out/$label.log" 2>&1   # "$@": VAR=VALUE...
   # lines such as "0:01:07 load avg: 0.74 [ 85/462/1] test_cmd_line failed (1 failure)"
   sed -n 's/^.*\] \(test[A-Za-z0-9_.]*\) \([a-z][a-z-]*\).*$/\1 \2/p' "$out/$label.log" |
     LC_ALL=C sort -u -k1,1 > "$out/$label.status"
@@ -55,7 +55,7 @@ run() {
     "$(grep -vc ' passed$\| skipped$' "$out/$label.status")" $((SECONDS - t0))
 }
 
-run glibc X=1
+run glibc
 if ! [ -s "$out/glibc.status" ]; then
   echo "pysuite: the suite did not run on glibc; its log:" >&2
   tail -20 "$out/glibc.log" >&2
