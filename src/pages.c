@@ -56,6 +56,7 @@
  * pages_lock.
  */
 #include "slab_common.h"
+#include "percpu.h"
 
 _Atomic(uintptr_t *) kslab_chunk_map[1u << MAP_L1_BITS] KSLAB_BIG_BSS;
 uint8_t kslab_arena_map[ARENA_MAP_BYTES] KSLAB_BIG_BSS;
@@ -642,28 +643,57 @@ static void gmap_set(struct slab *b, unsigned order, uint64_t e)
         atomic_store_explicit(&g[i], e, memory_order_relaxed);
 }
 
+/* Slab head's map words: its cache's sheaf array where the cache has one
+ * (percpu.h, rule 9), else the cache; with the slab's colour. */
+static void map_write(struct slab *head)
+{
+    struct arena *a = slab_arena(head);
+    size_t first = (size_t)(head - a->pages);
+    struct kmem_cache *s = head->cache;
+    /* acquire: the array's header and caps before its address goes where
+     * a free may load it (pairs with pcpu_create's release) */
+    struct pcpu_sheaf *base = __atomic_load_n(&s->pcpu, __ATOMIC_ACQUIRE);
+    uint64_t e = pcpu_cache(s) && base != pcpu_none ? pmap_entry_base(base, head->pg_colour)
+                                                    : pmap_entry(s, head->pg_colour);
+    for (size_t i = 0; i < ((size_t)1 << head->pg_order); i++)
+        atomic_store_explicit(pmap_slot(a, first + i), e, memory_order_relaxed);
+    gmap_set(head, head->pg_order, e);
+}
+
 /* Release: the back-end's initialisation of the block (headers, freelist,
  * constructors) is visible to a walker whose acquire load sees PG_SLAB. */
 void pages_publish(struct slab *head)
 {
-    struct arena *a = slab_arena(head);
-    size_t first = (size_t)(head - a->pages);
     if (head->pg_colour >= 1u << (64 - PMAP_COLOUR_SHIFT))
         kslab_report("slab colour %u of cache %s does not fit the kfree map", head->pg_colour,
                      head->cache->name);
-    uint64_t e = pmap_entry(head->cache, head->pg_colour);
-    for (size_t i = 0; i < ((size_t)1 << head->pg_order); i++)
-        atomic_store_explicit(pmap_slot(a, first + i), e, memory_order_relaxed);
-    gmap_set(head, head->pg_order, e);
+    map_write(head);
     __atomic_store_n(&head->pg_state, PG_SLAB, __ATOMIC_RELEASE);
+}
+
+/* x's slab (of s) gets its map words again, now that s has its sheaf
+ * array (percpu.h, rule 9): a slab published before slow start, found by
+ * kfree.  Under pages_lock, which pages_free holds while it clears a slab's
+ * words: a slab given back meanwhile is no longer PG_SLAB of s here. */
+void pages_map_upgrade(struct kmem_cache *s, const void *x)
+{
+    struct slab *d = addr_desc((uintptr_t)x);
+    struct arena *a = slab_arena(d);
+    kslab_lock(&pages_lock);
+    /* every page of a block has its order, and blocks are naturally aligned */
+    size_t i = (size_t)(d - a->pages) & ~(((size_t)1 << d->pg_order) - 1);
+    struct slab *head = &a->pages[i];
+    if (head->pg_state == PG_SLAB && head->cache == s)
+        map_write(head);
+    kslab_unlock(&pages_lock);
 }
 
 void pages_free(struct slab *b, unsigned order)
 {
     struct pending w = { 0 };
-    gmap_set(b, order, 0);
     atomic_fetch_sub_explicit(&pages_in_use, (size_t)1 << order, memory_order_relaxed);
     kslab_lock(&pages_lock);
+    gmap_set(b, order, 0);      /* under the lock: pages_map_upgrade */
     struct arena *a = slab_arena(b);
     for (unsigned i = 0; i < (1u << order); i++) {
         atomic_store_explicit(pmap_slot(a, (size_t)(b - a->pages) + i), 0, memory_order_relaxed);

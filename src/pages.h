@@ -158,7 +158,18 @@ static inline uint64_t pmap_entry(const struct kmem_cache *s, uint32_t colour)
 {
     return (uint64_t)(uintptr_t)s | ((uint64_t)colour << PMAP_COLOUR_SHIFT);
 }
-static inline struct kmem_cache *pmap_cache(uint64_t e)
+/* ... or, PMAP_BASE set, the cache's sheaf array in its place (percpu.h,
+ * rule 9; arrays and caches are 64-byte aligned, so bit 0 is free) */
+#define PMAP_BASE 1ull
+static inline uint64_t pmap_entry_base(const void *base, uint32_t colour)
+{
+    return (uint64_t)(uintptr_t)base | PMAP_BASE | ((uint64_t)colour << PMAP_COLOUR_SHIFT);
+}
+static inline void *pmap_ptr(uint64_t e)
+{
+    return (void *)(uintptr_t)(e & ((1ull << PMAP_COLOUR_SHIFT) - 1) & ~PMAP_BASE);
+}
+static inline struct kmem_cache *pmap_cache(uint64_t e)   /* PMAP_BASE clear */
 {
     return (struct kmem_cache *)(uintptr_t)(e & ((1ull << PMAP_COLOUR_SHIFT) - 1));
 }
@@ -340,6 +351,9 @@ struct pages_pcp {
  * when out of memory.  The back-end initialises it, then publishes it. */
 struct slab *pages_alloc(unsigned order, struct kmem_cache *owner);
 void pages_publish(struct slab *head);
+/* x's slab of s gets its map words again, now that s has its sheaf array
+ * (percpu.h, rule 9; kfree, for a slab published before). */
+void pages_map_upgrade(struct kmem_cache *s, const void *x);
 void pages_free(struct slab *head, unsigned order);
 void pages_for_each_slab(struct kmem_cache *s, void (*fn)(struct slab *, void *), void *arg);
 

@@ -212,18 +212,20 @@ static void *free_arrays;
  * other, and kfree's push and malloc's pop waited on L2 for them (cachegrind,
  * random sizes 8-1000 B, 2048 live: the two sections missed L1 0.65 times a
  * free+malloc step, coloured 0.14). */
-#define PCPU_COLOUR 64u
 #define PCPU_CHUNK (16u << 10)
 
+/* An array and its header line (struct pcpu_hdr, rule 9), which is also
+ * the cache line more than a whole multiple of the stride that colours
+ * the arrays */
 static size_t array_bytes(void)
 {
-    return (size_t)nr_cpus << PCPU_SHIFT;
+    return sizeof(struct pcpu_hdr) + ((size_t)nr_cpus << PCPU_SHIFT);
 }
 
 static struct pcpu_sheaf *array_alloc(void)
 {
     static size_t carved;           /* arrays carved so far (under the lock) */
-    size_t bytes = array_bytes(), step = bytes + PCPU_COLOUR;
+    size_t bytes = array_bytes(), step = bytes;
     if (!free_arrays) {
         unsigned order = 0;
         while ((PAGE_SIZE << order) < PAGE_SIZE + step || (PAGE_SIZE << order) < PCPU_CHUNK)
@@ -244,10 +246,10 @@ static struct pcpu_sheaf *array_alloc(void)
             free_arrays = a + n * step;
         }
     }
-    struct pcpu_sheaf *a = free_arrays;
+    char *a = free_arrays;
     free_arrays = *(void **)a;
     memset(a, 0, bytes);
-    return a;
+    return (struct pcpu_sheaf *)(a + sizeof(struct pcpu_hdr));
 }
 
 /* After slow start, s gets its sheaves (false: not yet, or no memory). */
@@ -265,8 +267,13 @@ static bool pcpu_create(struct kmem_cache *s)
         }
         for (unsigned c = 0; c < nr_cpus; c++)
             pcpu_entry(a, c)->cap = s->pcpu_cap;
-        /* release: the caps above before the pointer a fast path may load */
+        *(struct pcpu_hdr *)pcpu_hdr_of(a) = (struct pcpu_hdr){
+            .s = s, .slab_mask = s->slab_mask, .inv = s->inv, .shift = s->shift,
+            .objects = s->objects, .offset = s->offset };
+        /* release: the caps and the header above before the pointer a fast
+         * path may load */
         __atomic_store_n(&s->pcpu, a, __ATOMIC_RELEASE);
+        kslab_malloc_pcpu_published(s);     /* malloc's table names a (rule 9) */
     }
     kslab_unlock(&kslab_pcpu_lock);
     return true;
@@ -618,7 +625,7 @@ void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS])
 
 /* Nobody uses s any more: its sheaves' objects go with its slabs, their
  * events into the cache's totals, the array to the free list. */
-void kslab_pcpu_destroy(struct kmem_cache *s)
+void kslab_pcpu_destroy(struct kmem_cache *s, bool reuse)
 {
     struct pcpu_sheaf *base = pcpu_base(s);
     atomic_store_explicit(&s->pcpu_uses, 0, memory_order_relaxed);
@@ -632,7 +639,16 @@ void kslab_pcpu_destroy(struct kmem_cache *s)
     kslab_lock(&kslab_pcpu_lock);
     /* relaxed: nobody may use s any more (destroy's contract) */
     __atomic_store_n(&s->pcpu, pcpu_none, __ATOMIC_RELAXED);
-    *(void **)base = free_arrays;
-    free_arrays = base;
+    if (reuse) {
+        char *a = (char *)base - sizeof(struct pcpu_hdr);
+        *(void **)a = free_arrays;
+        free_arrays = a;
+    } else {
+        /* s had objects left: their slabs' map words still name base (rule
+         * 9), so it is never reused, and a free there misses to the dead
+         * cache's checks */
+        for (unsigned c = 0; c < nr_cpus; c++)
+            pcpu_entry(base, c)->cap = 0;
+    }
     kslab_unlock(&kslab_pcpu_lock);
 }

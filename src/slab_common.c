@@ -876,7 +876,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
             if (kslab_debugged(s))
                 slub_debug_leaks(s);
         }
-        kslab_pcpu_destroy(s);      /* the sheaves' objects go with the slabs */
+        kslab_pcpu_destroy(s, !live);   /* the sheaves' objects go with the slabs */
         kslab_be->destroy(s);
         atomic_store_explicit(&caches_by_id[s->id], NULL, memory_order_relaxed);
         /* last: the steps above may count events in the threads' entries,

@@ -563,6 +563,8 @@ extern struct kmem_cache kslab_boot_caches[BOOT_CACHES];
 /* Malloc class i, set up (on first use), or NULL if cache_lock is busy (or
  * the setup failed): the caller serves that one request elsewhere. */
 struct kmem_cache *kslab_malloc_class_setup(unsigned i);
+/* s has its sheaf array now (percpu.c): malloc's table names it (kmalloc.c) */
+void kslab_malloc_pcpu_published(struct kmem_cache *s);
 /* s's index among malloc's classes, or MALLOC_CLASSES if it is none (an
  * exact cache, a kmalloc cache, any other). */
 static inline size_t kslab_malloc_class_of(const struct kmem_cache *s)

@@ -2,8 +2,9 @@
  * its internal headers: the buddy allocator (natural alignment, split, merge,
  * publication), the chunk map and arena bitmap, and obj_index() over every
  * object size and offset. */
-#include <sys/mman.h>
 #include "check.h"
+#include <sched.h>
+#include <sys/mman.h>
 #include "helpers.h"
 #include "slub.h"
 #include "percpu.h"
@@ -663,6 +664,89 @@ static void test_sheaf_colour(void)
         kmem_cache_destroy(c[i]);
 }
 
+/* kfree's map names a cache's sheaf array once the cache has one
+ * (percpu.h, rule 9): a new slab's words are written that way, those of a
+ * slab made before slow start are rewritten by a kfree into it, the
+ * array's header names the cache and its geometry, every word goes when
+ * its slab does, and the array of a cache destroyed with objects left is
+ * never given to another cache (a leaked slab's words still name it): its
+ * caps stay 0, so a free there misses to the dead cache's checks. */
+static void test_map_names_array(void)
+{
+    if (!kslab_percpu || strcmp(kslab_allocator_name(), "slub") != 0)
+        return;                         /* sheaves: per-CPU mode (SLAB's too; one is enough) */
+    enum { N = 2000 };
+    static void *o[N];
+    struct kmem_cache *c = kmem_cache_create("mapbase", 48, 0, SLAB_NO_MERGE, NULL);
+    CHECK(c != NULL);
+    o[0] = kmem_cache_alloc(c, GFP_KERNEL);
+    CHECK(pcpu_base(c) == pcpu_none);   /* slow start: no array yet */
+    uint64_t e0 = addr_pmap((uintptr_t)o[0]);
+    CHECK(!(e0 & PMAP_BASE) && pmap_cache(e0) == c);
+    int n = 1;
+    while (n < N && pcpu_base(c) == pcpu_none)
+        o[n++] = kmem_cache_alloc(c, GFP_KERNEL);
+    struct pcpu_sheaf *b = pcpu_base(c);
+    CHECK(b != pcpu_none && n >= 2);
+    while (n < N)                       /* slabs made after it */
+        o[n++] = kmem_cache_alloc(c, GFP_KERNEL);
+    const struct pcpu_hdr *h = pcpu_hdr_of(b);
+    CHECK(h->s == c && h->slab_mask == c->slab_mask && h->inv == c->inv &&
+          h->shift == c->shift && h->objects == c->objects && h->offset == c->offset);
+    int based = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t e = addr_pmap((uintptr_t)o[i]);
+        struct slab *d = addr_desc((uintptr_t)o[i]);
+        const struct slab *head = d - ((uintptr_t)o[i] - ((uintptr_t)o[i] & c->slab_mask)) / PAGE_SIZE;
+        bool ok = (e & PMAP_BASE) ? pmap_ptr(e) == b : pmap_cache(e) == c;
+        based += !!(e & PMAP_BASE);
+        if (!ok || pmap_colour(e) != head->pg_colour) {
+            CHECK(!"every word names the array or the cache, with its slab's colour");
+            break;
+        }
+    }
+    CHECK(based > N / 2);
+    CHECK(((uintptr_t)o[0] & c->slab_mask) == ((uintptr_t)o[1] & c->slab_mask));
+    CHECK(!(addr_pmap((uintptr_t)o[0]) & PMAP_BASE));
+    kfree(o[1]);                        /* into the first slab: its words now name b */
+    o[1] = NULL;
+    e0 = addr_pmap((uintptr_t)o[0]);
+    CHECK((e0 & PMAP_BASE) && pmap_ptr(e0) == b);
+    uint64_t before = kslab_pages_in_use();
+    for (int i = 0; i < N; i++)
+        kfree(o[i]);
+    kmem_cache_shrink(c);
+    CHECK(kslab_pages_in_use() < before);
+    for (int i = 0; i < N; i++)         /* given back: its words are 0 */
+        if (o[i] && addr_desc((uintptr_t)o[i] & c->slab_mask)->pg_state != PG_SLAB)
+            CHECK_EQ(addr_pmap((uintptr_t)o[i]), 0);
+    kmem_cache_destroy(c);
+
+    /* destroyed with an object left: the array is not reused */
+    struct kmem_cache *l = kmem_cache_create("mapbase-leak", 48, 0, SLAB_NO_MERGE, NULL);
+    n = 0;
+    while (n < N && pcpu_base(l) == pcpu_none)
+        o[n++] = kmem_cache_alloc(l, GFP_KERNEL);
+    struct pcpu_sheaf *lb = pcpu_base(l);
+    CHECK(lb != pcpu_none);
+    for (int i = 1; i < n; i++)
+        kmem_cache_free(l, o[i]);
+    fprintf(stderr, "(a warning that mapbase-leak still has objects is expected)\n");
+    kmem_cache_destroy(l);
+    int cpu = sched_getcpu();
+    CHECK_EQ(((struct pcpu_sheaf *)((char *)lb + (size_t)cpu * PCPU_STRIDE))->cap, 0);
+    for (int k = 0; k < 8; k++) {
+        struct kmem_cache *r = kmem_cache_create("mapbase-new", 48, 0, SLAB_NO_MERGE, NULL);
+        void *p[300];
+        for (int i = 0; i < 300; i++)
+            p[i] = kmem_cache_alloc(r, GFP_KERNEL);
+        CHECK(pcpu_base(r) != pcpu_none && pcpu_base(r) != lb);
+        for (int i = 0; i < 300; i++)
+            kmem_cache_free(r, p[i]);
+        kmem_cache_destroy(r);
+    }
+}
+
 int main(void)
 {
     kslab_allocator_name();   /* initialise */
@@ -682,5 +766,6 @@ int main(void)
     test_zone();
     test_granule_map();
     test_sheaf_colour();
+    test_map_names_array();
     return check_done();
 }
