@@ -631,8 +631,8 @@ struct slab *pages_alloc(unsigned order, struct kmem_cache *cache)
 
 /* The granule map's words for the block at b of `order` pages: e, or 0.
  * Only blocks of a granule or more in the zone have words of their own.
- * Relaxed, as the page map's: written before the slab's objects are
- * handed out, cleared after the last one came back. */
+ * Written before the slab's objects are handed out, cleared after the last
+ * one came back; release, as map_write's page words. */
 static void gmap_set(struct slab *b, unsigned order, uint64_t e)
 {
     uintptr_t addr = (uintptr_t)slab_address(b);
@@ -640,7 +640,7 @@ static void gmap_set(struct slab *b, unsigned order, uint64_t e)
         return;
     _Atomic uint64_t *g = zone_gmap(addr);
     for (size_t i = 0; i < ((size_t)1 << (order - GMAP_ORDER)); i++)
-        atomic_store_explicit(&g[i], e, memory_order_relaxed);
+        atomic_store_explicit(&g[i], e, memory_order_release);   /* as map_write's */
 }
 
 /* Slab head's map words: its cache's sheaf array where the cache has one
@@ -655,8 +655,11 @@ static void map_write(struct slab *head)
     struct pcpu_sheaf *base = __atomic_load_n(&s->pcpu, __ATOMIC_ACQUIRE);
     uint64_t e = pcpu_cache(s) && base != pcpu_none ? pmap_entry_base(base, head->pg_colour)
                                                     : pmap_entry(s, head->pg_colour);
+    /* release (a plain store on x86): the array's header, read by a free
+     * that finds base here, happened before (it was read with acquire
+     * above); pairs with zone_entry's and addr_pmap's acquire */
     for (size_t i = 0; i < ((size_t)1 << head->pg_order); i++)
-        atomic_store_explicit(pmap_slot(a, first + i), e, memory_order_relaxed);
+        atomic_store_explicit(pmap_slot(a, first + i), e, memory_order_release);
     gmap_set(head, head->pg_order, e);
 }
 

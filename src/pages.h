@@ -249,8 +249,12 @@ static inline bool zone_entry(uintptr_t a, uint64_t *e)
     uintptr_t base = kslab_zone.base, off = a - base;
     if (unlikely(off >= atomic_load_explicit(&kslab_zone.used, memory_order_relaxed)))
         return false;
-    uint64_t g = atomic_load_explicit(gmap_word(base, off), memory_order_relaxed);
-    *e = likely(g) ? g : atomic_load_explicit(pmap_word(base, off), memory_order_relaxed);
+    /* acquire (a plain load on x86): a word naming a sheaf array (percpu.h,
+     * rule 9) may have been rewritten by another free, and the array's
+     * header, which the free reads next, was written by whoever created
+     * it: pairs with map_write's release */
+    uint64_t g = atomic_load_explicit(gmap_word(base, off), memory_order_acquire);
+    *e = likely(g) ? g : atomic_load_explicit(pmap_word(base, off), memory_order_acquire);
     return true;
 }
 /* Page i's word of kfree's map: arena ar's own, or the zone's. */
@@ -259,13 +263,15 @@ static inline _Atomic uint64_t *pmap_slot(struct arena *ar, size_t i)
     uintptr_t a = (uintptr_t)ar + (i << PAGE_SHIFT);
     return a - kslab_zone.base < kslab_zone.size ? zone_pmap(a) : &ar->pmap[i];
 }
-/* Relaxed: entries are written before the slab's objects are handed out
- * and cleared after the last one came back, as the descriptors' cache. */
+/* Entries are written before the slab's objects are handed out and
+ * cleared after the last one came back, as the descriptors' cache; acquire
+ * (a plain load on x86) for a word rewritten to name a sheaf array, as in
+ * zone_entry. */
 static inline uint64_t addr_pmap(uintptr_t p)
 {
     struct arena *a = (struct arena *)(p & ~(ARENA_SIZE - 1));
     return atomic_load_explicit(pmap_slot(a, (p >> PAGE_SHIFT) & (ARENA_PAGES - 1)),
-                                memory_order_relaxed);
+                                memory_order_acquire);
 }
 static inline bool in_arena(const void *p)
 {
