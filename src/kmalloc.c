@@ -121,8 +121,7 @@ static inline __attribute__((always_inline)) bool pcpu_kfree_base(struct pcpu_sh
                                                                   uint32_t colour, void *x)
 {
     const struct pcpu_hdr *h = pcpu_hdr_of(base);
-    uintptr_t a = (uintptr_t)x;
-    if (pcpu_hdr_index(h, a - ((a & h->slab_mask) + colour)) >= h->objects)
+    if (!pcpu_hdr_object_start(h, ((uintptr_t)x & h->slab_mask) + colour, x))
         return false;
     return pcpu_push_base(base, h->offset, x);
 }
@@ -274,8 +273,9 @@ static inline struct kmem_cache *malloc_small(size_t size)
     return malloc_small_at((size - 1) >> 4);
 }
 /* Name s's array in malloc_small_pcpu where malloc_small_cache names s,
- * if s has one and its tag is at offset 0 (kslab_pcpu_lock held). */
-static void malloc_small_pcpu_set(struct kmem_cache *s)
+ * if s has one and its tag is at offset 0 (kslab_pcpu_lock held): when
+ * pcpu_create has made the array, and when malloc_unset_alloc names s. */
+void kslab_malloc_pcpu_published(struct kmem_cache *s)
 {
     struct pcpu_sheaf *base = pcpu_base(s);
     if (base == pcpu_none || s->offset != 0)
@@ -285,10 +285,6 @@ static void malloc_small_pcpu_set(struct kmem_cache *s)
             /* release: the array's caps (and the entry naming s, for a
              * claim's report) before a pop that finds the array here */
             atomic_store_explicit(&malloc_small_pcpu[k], base, memory_order_release);
-}
-void kslab_malloc_pcpu_published(struct kmem_cache *s)
-{
-    malloc_small_pcpu_set(s);
 }
 
 /* fast_alloc_or for malloc's small table entry i: the pop from the
@@ -300,7 +296,7 @@ fast_alloc_small(size_t i, gfp_t gfp, size_t kmalloc_size, kslab_alloc_miss_fn p
 {
     long off = kslab_rseq_off;
     if (likely(off >= 0)) {                     /* kslab_percpu */
-        /* acquire (a plain load on x86): malloc_small_pcpu_set's release */
+        /* acquire (a plain load on x86): kslab_malloc_pcpu_published's release */
         void *x = pcpu_pop_base(atomic_load_explicit(&malloc_small_pcpu[i], memory_order_acquire),
                                 off);
         if (unlikely(!x))
@@ -576,7 +572,7 @@ static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
         kslab_lock(&kslab_pcpu_lock);
         for (unsigned k = b0; k < b1; k++)
             atomic_store_explicit(&malloc_small_cache[k], s, memory_order_release);
-        malloc_small_pcpu_set(s);
+        kslab_malloc_pcpu_published(s);
         kslab_unlock(&kslab_pcpu_lock);
     }
     malloc_mid_buckets(i, &b0, &b1);

@@ -680,12 +680,9 @@ void pages_publish(struct slab *head)
  * words: a slab given back meanwhile is no longer PG_SLAB of s here. */
 void pages_map_upgrade(struct kmem_cache *s, const void *x)
 {
-    struct slab *d = addr_desc((uintptr_t)x);
-    struct arena *a = slab_arena(d);
+    /* slabs are naturally aligned: the head descriptor is the base's */
+    struct slab *head = addr_desc((uintptr_t)x & s->slab_mask);
     kslab_lock(&pages_lock);
-    /* every page of a block has its order, and blocks are naturally aligned */
-    size_t i = (size_t)(d - a->pages) & ~(((size_t)1 << d->pg_order) - 1);
-    struct slab *head = &a->pages[i];
     if (head->pg_state == PG_SLAB && head->cache == s)
         map_write(head);
     kslab_unlock(&pages_lock);

@@ -99,10 +99,12 @@
  *     and what validating x needs.  So kfree goes from the map word to the
  *     CPU's sheaf with no load between (the map word of the cache cost a
  *     load of the cache's line, then of s->pcpu, before the section could
- *     start: rdtsc, random sizes 8-1000 B, 2048 live, one thread, 43.2 ->
- *     39.7 cycles a free+malloc step).  pcpu_create rewrites the words of
- *     the slabs s already has, under pages_lock, which pages_free holds
- *     while it clears a slab's words: no word outlives its slab.  An
+ *     start: rdtsc, random sizes 8-1000 B, 2048 live, one thread, 43.5 ->
+ *     39.8 cycles a free+malloc step).  A slab published before s had its
+ *     array keeps words naming s until the first kfree into it, which
+ *     rewrites them (pages_map_upgrade) before its push, while x is still
+ *     the caller's, under pages_lock, which pages_free holds while it
+ *     clears a slab's words: no word outlives its slab.  An
  *     array is reused by another cache only if s had no objects left when
  *     it was destroyed (a leaked slab's words still name it); otherwise
  *     its caps stay 0 and its header names the dead cache, whose checks
@@ -170,11 +172,11 @@ static inline const struct pcpu_hdr *pcpu_hdr_of(const struct pcpu_sheaf *base)
 {
     return (const struct pcpu_hdr *)base - 1;
 }
-/* obj_index (slab_common.h) from the header's copy of the geometry */
-static inline uint64_t pcpu_hdr_index(const struct pcpu_hdr *h, uintptr_t off)
+/* object_start (slab_common.h) from the header's copy of the geometry:
+ * does an object start at x, in the slab whose first object is at base? */
+static inline bool pcpu_hdr_object_start(const struct pcpu_hdr *h, uintptr_t base, const void *x)
 {
-    uint64_t v = (uint64_t)off * h->inv;
-    return (v >> h->shift) | (v << ((64 - h->shift) & 63));
+    return geo_index(h->inv, h->shift, (uintptr_t)x - base) < h->objects;
 }
 
 /* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available): the
@@ -524,7 +526,7 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x);     /* x validated */
 int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p);
 void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p);
 void kslab_pcpu_drain(struct kmem_cache *s);             /* shrink: every CPU's sheaf */
-void kslab_pcpu_destroy(struct kmem_cache *s, bool reuse);           /* destroy: nobody uses s */
+void kslab_pcpu_destroy(struct kmem_cache *s, bool reuse); /* destroy: nobody uses s; reuse: no objects left */
 void kslab_pcpu_events(struct kmem_cache *s, uint64_t ev[NR_STATS]);
 /* The top of the current CPU's sheaf of s, or NULL: a racy read, only for
  * the bulk frees' double-free test. */

@@ -163,10 +163,14 @@ struct kmem_cache {
  * multiply, one rotate, and the caller's single compare checks "inside the
  * slab" and "at an object's start" together (and off may be "negative").
  */
+static inline uint64_t geo_index(uint64_t inv, unsigned shift, uintptr_t off)
+{
+    uint64_t v = (uint64_t)off * inv;
+    return (v >> shift) | (v << ((64 - shift) & 63));
+}
 static inline uint64_t obj_index(const struct kmem_cache *s, uintptr_t off)
 {
-    uint64_t v = (uint64_t)off * s->inv;
-    return (v >> s->shift) | (v << ((64 - s->shift) & 63));
+    return geo_index(s->inv, s->shift, off);
 }
 
 /* A fixed-stride cache's geometry (s->size already set): 2^order-page
