@@ -297,12 +297,15 @@ fast_alloc_small(size_t i, gfp_t gfp, size_t kmalloc_size, kslab_alloc_miss_fn p
     long off = kslab_rseq_off;
     if (likely(off >= 0)) {                     /* kslab_percpu */
         /* acquire (a plain load on x86): kslab_malloc_pcpu_published's release */
-        void *x = pcpu_pop_base(atomic_load_explicit(&malloc_small_pcpu[i], memory_order_acquire),
-                                off);
+        struct pcpu_sheaf *base = atomic_load_explicit(&malloc_small_pcpu[i], memory_order_acquire);
+        void *x = pcpu_pop_base(base, off);
         if (unlikely(!x))
             return pcpu_miss(malloc_small_at(i), gfp, kmalloc_size);
+        /* (a report names the cache from the array's header, which a pop
+         * that found an object proves there: i is then dead, and x stays
+         * in the return register with no copy) */
         if (unlikely(pcpu_tag_unclaimed_at(x, 0)))      /* percpu.h, rule 8 */
-            return kslab_claim_failed(malloc_small_at(i), x);
+            return kslab_claim_failed(pcpu_hdr_of(base)->s, x);
         if (unlikely(gfp & __GFP_ZERO))
             return kslab_zero(malloc_small_at(i), x);
         return x;

@@ -227,11 +227,24 @@ static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
      * instructions more).  Not an atomic: x is the allocation's alone once
      * its pop has committed. */
     bool bad;
-    /* (x, offset) addressed in the instruction: no add for the address */
-    __asm__ __volatile__("xorq %[t], (%[x],%[o])"
-                         : "=@ccnz"(bad)
-                         : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"(offset)
-                         : "memory");
+    /* (x, offset) addressed in the instruction: no add for the address;
+     * malloc's classes (offset 0, a constant there) address x alone, with
+     * no register zeroed for the offset (one instruction a pop) */
+    if (__builtin_constant_p(offset) && offset == 0) {
+        __asm__ __volatile__ goto("xorq %[t], (%[x])\n\t"
+                                  "jne %l[unclaimed]"
+                                  :
+                                  : [t] "r"(kslab_tag_key), [x] "r"(x)
+                                  : "memory", "cc"
+                                  : unclaimed);
+        return false;
+    unclaimed:
+        return true;
+    } else
+        __asm__ __volatile__("xorq %[t], (%[x],%[o])"
+                             : "=@ccnz"(bad)
+                             : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"(offset)
+                             : "memory");
     return bad;
 #endif
 }
@@ -323,11 +336,16 @@ void __tsan_release(void *addr);
  * slab): x's tag into its word.  A store only: no wait on x's line. */
 #ifdef KSLAB_NO_FREE_TAG
 #define PCPU_PUSH_TAG ""
+#define PCPU_PUSH_TAG_REG ""
 #else
 #define PCPU_PUSH_TAG                                                         \
     "movl %[toff], %k[a]\n\t"                                                 \
     "movq %[key], %[v]\n\t"                                                   \
     "movq %[v], (%[x],%[a])\n\t"
+/* The same with the offset already in a 64-bit register (toff): no copy */
+#define PCPU_PUSH_TAG_REG                                                     \
+    "movq %[key], %[v]\n\t"                                                   \
+    "movq %[v], (%[x],%[toff])\n\t"
 #endif
 #define PCPU_PUSH_COMMIT                                                      \
     "movq %[x], " PCPU_STR(PCPU_OBJS_OFF) "(%[e],%[t],8)\n\t"                 \
@@ -393,17 +411,20 @@ static inline void *pcpu_pop(struct kmem_cache *s)
  * it). */
 static inline bool pcpu_push_base(struct pcpu_sheaf *base, uint32_t toff, void *x)
 {
-    uintptr_t e, w, t, v, a;
+    uintptr_t e, w, t, v;
     pcpu_tsan_release(base);            /* before the commit that publishes x */
+    /* (the offset as a 64-bit register operand: the tag's store addresses
+     * (x, toff) with no copy into a scratch register, one instruction and
+     * one register fewer a free) */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
                  PCPU_PUSH_NOT_TOP("%l[miss]")
-                 PCPU_PUSH_TAG
+                 PCPU_PUSH_TAG_REG
                  PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
-                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v), [a] "=&r"(a)
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
                  : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
-                   [key] "m"(kslab_tag_key), [toff] "r"(toff)
+                   [key] "m"(kslab_tag_key), [toff] "r"((uintptr_t)toff)
                  : "memory", "cc"
                  : miss);
     return true;
