@@ -121,7 +121,7 @@ static inline __attribute__((always_inline)) bool pcpu_kfree_base(struct pcpu_sh
                                                                   uint32_t colour, void *x)
 {
     const struct pcpu_hdr *h = pcpu_hdr_of(base);
-    if (!pcpu_hdr_object_start(h, ((uintptr_t)x & h->slab_mask) + colour, x))
+    if (unlikely(!pcpu_hdr_object_start(h, colour, x)))
         return false;
     return pcpu_push_base(base, h->offset, x);
 }

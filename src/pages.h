@@ -254,7 +254,13 @@ static inline bool zone_entry(uintptr_t a, uint64_t *e)
      * header, which the free reads next, was written by whoever created
      * it: pairs with map_write's release */
     uint64_t g = atomic_load_explicit(gmap_word(base, off), memory_order_acquire);
-    *e = likely(g) ? g : atomic_load_explicit(pmap_word(base, off), memory_order_acquire);
+    /* A word naming a sheaf array (PMAP_BASE) is tested first, so that
+     * kfree's hot path, whose own test of that bit this one decides,
+     * tests the word once (g, then its bit, cost two compares) */
+    if (likely(g & PMAP_BASE))
+        *e = g;
+    else
+        *e = g ? g : atomic_load_explicit(pmap_word(base, off), memory_order_acquire);
     return true;
 }
 /* Page i's word of kfree's map: arena ar's own, or the zone's. */

@@ -268,7 +268,7 @@ static bool pcpu_create(struct kmem_cache *s)
         for (unsigned c = 0; c < nr_cpus; c++)
             pcpu_entry(a, c)->cap = s->pcpu_cap;
         *(struct pcpu_hdr *)pcpu_hdr_of(a) = (struct pcpu_hdr){
-            .s = s, .slab_mask = s->slab_mask, .inv = s->inv, .shift = s->shift,
+            .s = s, .off_mask = ~s->slab_mask, .inv = s->inv, .shift = s->shift,
             .objects = s->objects, .offset = s->offset };
         /* release: the caps and the header above before the pointer a fast
          * path may load */

@@ -161,11 +161,16 @@ _Static_assert(offsetof(struct pcpu_sheaf, hint_start) == PCPU_HINT_OFF &&
  * cache's geometry and free-word offset never change. */
 struct pcpu_hdr {
     struct kmem_cache *s;
-    uintptr_t slab_mask;    /* s->slab_mask, s->inv, s->shift, s->objects: */
-    uint64_t inv;           /* obj_index's constants */
-    uint32_t shift, objects;
-    uint32_t offset;        /* s->offset: where the free tag goes */
-    uint32_t pad[7];
+    /* obj_index's constants, in the forms the free's test uses with no
+     * instruction to convert them: ~s->slab_mask (x's offset in its slab
+     * is one and), s->inv, s->objects widened (a compare with memory),
+     * s->offset widened (an index register as loaded), s->shift */
+    uintptr_t off_mask;
+    uint64_t inv;
+    uint64_t objects;
+    uint64_t offset;        /* s->offset: where the free tag goes */
+    uint32_t shift;
+    uint32_t pad[5];
 };
 _Static_assert(sizeof(struct pcpu_hdr) == 64, "the header is one line");
 static inline const struct pcpu_hdr *pcpu_hdr_of(const struct pcpu_sheaf *base)
@@ -173,10 +178,12 @@ static inline const struct pcpu_hdr *pcpu_hdr_of(const struct pcpu_sheaf *base)
     return (const struct pcpu_hdr *)base - 1;
 }
 /* object_start (slab_common.h) from the header's copy of the geometry:
- * does an object start at x, in the slab whose first object is at base? */
-static inline bool pcpu_hdr_object_start(const struct pcpu_hdr *h, uintptr_t base, const void *x)
+ * does an object start at x, in its (naturally aligned) slab whose first
+ * object is colour bytes in?  x - (slab start + colour) is
+ * (x & ~slab_mask) - colour: 3 instructions where it took 5. */
+static inline bool pcpu_hdr_object_start(const struct pcpu_hdr *h, uint32_t colour, const void *x)
 {
-    return geo_index(h->inv, h->shift, (uintptr_t)x - base) < h->objects;
+    return geo_index(h->inv, h->shift, ((uintptr_t)x & h->off_mask) - colour) < h->objects;
 }
 
 /* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available): the

@@ -691,7 +691,7 @@ static void test_map_names_array(void)
     while (n < N)                       /* slabs made after it */
         o[n++] = kmem_cache_alloc(c, GFP_KERNEL);
     const struct pcpu_hdr *h = pcpu_hdr_of(b);
-    CHECK(h->s == c && h->slab_mask == c->slab_mask && h->inv == c->inv &&
+    CHECK(h->s == c && h->off_mask == ~c->slab_mask && h->inv == c->inv &&
           h->shift == c->shift && h->objects == c->objects && h->offset == c->offset);
     int based = 0;
     for (int i = 0; i < N; i++) {
