@@ -247,11 +247,11 @@ static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
         return false;
     unclaimed:
         return true;
-    } else
-        __asm__ __volatile__("xorq %[t], (%[x],%[o])"
-                             : "=@ccnz"(bad)
-                             : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"(offset)
-                             : "memory");
+    }
+    __asm__ __volatile__("xorq %[t], (%[x],%[o])"
+                         : "=@ccnz"(bad)
+                         : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"(offset)
+                         : "memory");
     return bad;
 #endif
 }
