@@ -22,6 +22,33 @@ static void warm(struct kmem_cache *c)
     for (int i = 0; i < 32; i++)
         kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
 }
+/* SLAB colours its slabs (the first object colour_off bytes in, or a
+ * multiple): a pointer into that gap, before a slab's first object, is no
+ * object.  kfree's fast test (the array header's geometry, x's offset in
+ * its slab less the colour) sees a "negative" offset there, which must
+ * fail the test, not wrap into a valid index.  Found as an object whose
+ * offset in its 4 KiB slab is under the object size but not 0 (200-byte
+ * objects: 20 to a page, 96 bytes over, colours 0 and 64). */
+static void colour_gap(void *a)
+{
+    struct kmem_cache *c = kmem_cache_create("colour_obj", 200, 0, SLAB_NO_MERGE, NULL);
+    warm(c);
+    for (int i = 0; i < 2000; i++) {
+        char *p = kmem_cache_alloc(c, GFP_KERNEL);
+        uintptr_t off = (uintptr_t)p & 4095;
+        if (off >= 16 && off < 200) {
+            /* the slab's start: an object's start were the colour
+             * left out of the test */
+            if (a)
+                kfree(p - off);
+            else
+                kmem_cache_free(c, p - off);
+            return;                     /* not reached: reported */
+        }
+    }
+    fprintf(stderr, "colour_gap: no coloured slab found\n");
+    exit(3);
+}
 /* Per-CPU mode: the free of p checks p's slab and leaves it as the CPU's
  * hint (percpu.h, rule 6); q + 40 is inside that slab but not an object's
  * start. */
@@ -350,6 +377,10 @@ int main(int argc, char **argv)
     CHECK_DEATH(hint_released_slab, NULL, "kmem_cache_free(hint_x): object 0x",
                 "belongs to cache hint_y, not hint_x");
     CHECK_DEATH(kfree_interior, NULL, "kfree(kmalloc-128)", "is inside object", "not at its start");
+    if (strcmp(kslab_allocator_name(), "slab") == 0) {
+        CHECK_DEATH(colour_gap, "kfree", "kfree(colour_obj)", "pointer 0x");
+        CHECK_DEATH(colour_gap, NULL, "kmem_cache_free(colour_obj)", "pointer 0x");
+    }
     CHECK_DEATH(kfree_released_slab, NULL, "released_slab: x active 0, y active");
     CHECK_DEATH(wrong_cache, NULL, "kmem_cache_free(cache_y): object 0x", "belongs to cache cache_x, not cache_y");
     CHECK_DEATH(wrong_cache_order, NULL, "belongs to cache cache_small, not cache_big");
