@@ -237,21 +237,16 @@ static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
     /* (x, offset) addressed in the instruction: no add for the address;
      * malloc's classes (offset 0, a constant there) address x alone, with
      * no register zeroed for the offset (one instruction a pop) */
-    if (__builtin_constant_p(offset) && offset == 0) {
-        __asm__ __volatile__ goto("xorq %[t], (%[x])\n\t"
-                                  "jne %l[unclaimed]"
-                                  :
-                                  : [t] "r"(kslab_tag_key), [x] "r"(x)
-                                  : "memory", "cc"
-                                  : unclaimed);
-        return false;
-    unclaimed:
-        return true;
-    }
-    __asm__ __volatile__("xorq %[t], (%[x],%[o])"
-                         : "=@ccnz"(bad)
-                         : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"(offset)
-                         : "memory");
+    if (__builtin_constant_p(offset) && offset == 0)
+        __asm__ __volatile__("xorq %[t], (%[x])"
+                             : "=@ccnz"(bad)
+                             : [t] "r"(kslab_tag_key), [x] "r"(x)
+                             : "memory");
+    else
+        __asm__ __volatile__("xorq %[t], (%[x],%[o])"
+                             : "=@ccnz"(bad)
+                             : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"(offset)
+                             : "memory");
     return bad;
 #endif
 }
@@ -343,14 +338,10 @@ void __tsan_release(void *addr);
  * slab): x's tag into its word.  A store only: no wait on x's line. */
 #ifdef KSLAB_NO_FREE_TAG
 #define PCPU_PUSH_TAG ""
-#define PCPU_PUSH_TAG_REG ""
 #else
+/* (toff: the word's offset in a 64-bit register, so the store addresses
+ * (x, toff) with no copy into a scratch register) */
 #define PCPU_PUSH_TAG                                                         \
-    "movl %[toff], %k[a]\n\t"                                                 \
-    "movq %[key], %[v]\n\t"                                                   \
-    "movq %[v], (%[x],%[a])\n\t"
-/* The same with the offset already in a 64-bit register (toff): no copy */
-#define PCPU_PUSH_TAG_REG                                                     \
     "movq %[key], %[v]\n\t"                                                   \
     "movq %[v], (%[x],%[toff])\n\t"
 #endif
@@ -420,13 +411,10 @@ static inline bool pcpu_push_base(struct pcpu_sheaf *base, uint32_t toff, void *
 {
     uintptr_t e, w, t, v;
     pcpu_tsan_release(base);            /* before the commit that publishes x */
-    /* (the offset as a 64-bit register operand: the tag's store addresses
-     * (x, toff) with no copy into a scratch register, one instruction and
-     * one register fewer a free) */
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
                  PCPU_PUSH_NOT_TOP("%l[miss]")
-                 PCPU_PUSH_TAG_REG
+                 PCPU_PUSH_TAG
                  PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
@@ -449,7 +437,7 @@ static inline bool pcpu_push(struct kmem_cache *s, void *x)
 static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_start,
                                   uint64_t hint_gen)
 {
-    uintptr_t e, w, t, v, a;
+    uintptr_t e, w, t, v;
     pcpu_tsan_release(pcpu_base(s));
     __asm__ __volatile__ goto(PCPU_RSEQ_CS
                  PCPU_PUSH_ROOM("%l[miss]")
@@ -459,10 +447,10 @@ static inline bool pcpu_push_hint(struct kmem_cache *s, void *x, uintptr_t hint_
                  PCPU_PUSH_TAG
                  PCPU_PUSH_COMMIT
                  PCPU_RSEQ_ABORT
-                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v), [a] "=&r"(a)
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
                  : [off] "r"(kslab_rseq_off), [base] "m"(s->pcpu), [x] "r"(x),
                    [hs] "r"(hint_start), [hg] "r"(hint_gen),
-                   [key] "m"(kslab_tag_key), [toff] "m"(s->offset)
+                   [key] "m"(kslab_tag_key), [toff] "r"((uintptr_t)s->offset)
                  : "memory", "cc"
                  : miss);
     return true;
@@ -479,7 +467,7 @@ miss:
  * decodes the head's successor, saves two after its range test). */
 #define PCPU_PUSH_HINTED(s, x, check, miss)                                     \
     do {                                                                        \
-        uintptr_t e_, w_, t_, v_, a_;                                           \
+        uintptr_t e_, w_, t_, v_;                                               \
         __asm__ __volatile__ goto(PCPU_RSEQ_CS                                  \
                  PCPU_PUSH_ROOM("%l[" #miss "]")                                \
                  "movq %[x], %[v]\n\t"   /* obj_index(x - hint_start) < objects */ \
@@ -495,12 +483,11 @@ miss:
                  PCPU_PUSH_TAG                                                  \
                  PCPU_PUSH_COMMIT                                               \
                  PCPU_RSEQ_ABORT                                                \
-                 : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_),   \
-                   [a] "=&r"(a_)                                                \
+                 : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_)    \
                  : [off] "r"(kslab_rseq_off), [base] "m"((s)->pcpu), [x] "r"(x), \
                    [inv] "m"((s)->inv), "c"((s)->shift),                        \
                    [nobj] "m"((s)->pcpu_nobj), [gen] "m"((s)->pcpu_gen),        \
-                   [key] "m"(kslab_tag_key), [toff] "m"((s)->offset)            \
+                   [key] "m"(kslab_tag_key), [toff] "r"((uintptr_t)(s)->offset) \
                  : "memory", "cc"                                               \
                  : miss, check);                                                \
     } while (0)
