@@ -680,8 +680,7 @@ void pages_publish(struct slab *head)
  * words: a slab given back meanwhile is no longer PG_SLAB of s here. */
 void pages_map_upgrade(struct kmem_cache *s, const void *x)
 {
-    /* slabs are naturally aligned: the head descriptor is the base's */
-    struct slab *head = addr_desc((uintptr_t)x & s->slab_mask);
+    struct slab *head = kslab_slab_head(s, x);
     kslab_lock(&pages_lock);
     if (head->pg_state == PG_SLAB && head->cache == s)
         map_write(head);

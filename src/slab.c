@@ -397,7 +397,7 @@ static void free_block(struct kmem_cache *s, void **objs, unsigned n)
         void *obj = objs[i];
         if (tagged)
             pcpu_tag_claim(s, obj);
-        struct slab *slab = addr_desc((uintptr_t)obj & s->slab_mask);
+        struct slab *slab = kslab_slab_head(s, obj);
         slab_put_obj(s, slab, obj);
         slab_c(s)->free_objects++;
         list_fix(s, slab);

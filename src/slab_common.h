@@ -466,10 +466,16 @@ static inline struct kmem_cache *kslab_page_cache(struct kmem_cache *want, const
  * back-end with fixed-stride slabs (SLUB, SLAB, slob-seg). */
 static inline struct slab *kslab_slab_find_head(const struct kmem_cache *s, struct slab *d,
                                                 const void *x);
+/* The head descriptor of the slab of s that x would lie in: slabs are
+ * naturally aligned, so it is the descriptor of x's slab base.  No check
+ * that it is a live slab of s. */
+static inline struct slab *kslab_slab_head(const struct kmem_cache *s, const void *x)
+{
+    return addr_desc((uintptr_t)x & s->slab_mask);
+}
 static inline struct slab *kslab_slab_find(const struct kmem_cache *s, const void *x)
 {
-    /* slabs are naturally aligned: the head descriptor is the base's */
-    struct slab *slab = addr_desc((uintptr_t)x & s->slab_mask);
+    struct slab *slab = kslab_slab_head(s, x);
     return slab->cache == s ? kslab_slab_find_head(s, slab, x) : NULL;
 }
 /* A slab's colour (the offset of its first object) on each of its pages,
@@ -673,7 +679,7 @@ static inline struct slab *arena_slab_of(const void *x)
     struct kmem_cache *s = addr_desc((uintptr_t)x)->cache;
     if (!s)
         return NULL;
-    struct slab *head = addr_desc((uintptr_t)x & s->slab_mask);
+    struct slab *head = kslab_slab_head(s, x);
     return head->pg_state == PG_SLAB ? head : NULL;
 }
 
