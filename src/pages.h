@@ -254,9 +254,9 @@ static inline bool zone_entry(uintptr_t a, uint64_t *e)
      * header, which the free reads next, was written by whoever created
      * it: pairs with map_write's release */
     uint64_t g = atomic_load_explicit(gmap_word(base, off), memory_order_acquire);
-    /* A word naming a sheaf array (PMAP_BASE) is tested first, so that
-     * kfree's hot path, whose own test of that bit this one decides,
-     * tests the word once (g, then its bit, cost two compares) */
+    /* The bit of a word naming a sheaf array (PMAP_BASE) is tested
+     * first: kfree tests the same bit next, so its hot path is one test
+     * (testing g for 0 first cost it a second) */
     if (likely(g & PMAP_BASE))
         *e = g;
     else
