@@ -115,15 +115,12 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
 }
 
 /* The same for a slab whose map word names its cache's sheaf array
- * (percpu.h, rule 9): the array's header has what the test needs, and
- * the push starts from base with no load between. */
+ * (percpu.h, rule 9): the current CPU's entry has what the test needs,
+ * and the section starts from base with no load between. */
 static inline __attribute__((always_inline)) bool pcpu_kfree_base(struct pcpu_sheaf *base,
                                                                   uint32_t colour, void *x)
 {
-    const struct pcpu_hdr *h = pcpu_hdr_of(base);
-    if (unlikely(!pcpu_hdr_object_start(h, colour, x)))
-        return false;
-    return pcpu_push_base(base, h->offset, x);
+    return pcpu_kfree_push(base, colour, x);
 }
 
 /* Everything the inline paths did not take, to the cpu layer (per-CPU

@@ -42,11 +42,6 @@ struct pcpu_sheaf pcpu_none[PCPU_MAX_CPUS] __attribute__((aligned(PCPU_STRIDE)))
 
 #define PCPU_SLOW_START 16
 
-static inline struct pcpu_sheaf *pcpu_entry(struct pcpu_sheaf *base, unsigned cpu)
-{
-    return (struct pcpu_sheaf *)((char *)base + ((size_t)cpu << PCPU_SHIFT));
-}
-
 static inline void slow_net_add(struct pcpu_sheaf *e, int64_t n)
 {
     /* relaxed: a pure counter (readers want an untorn value, no ordering) */
@@ -265,11 +260,16 @@ static bool pcpu_create(struct kmem_cache *s)
             kslab_unlock(&kslab_pcpu_lock);
             return false;
         }
-        for (unsigned c = 0; c < nr_cpus; c++)
-            pcpu_entry(a, c)->cap = s->pcpu_cap;
-        *(struct pcpu_hdr *)pcpu_hdr_of(a) = (struct pcpu_hdr){
-            .s = s, .off_mask = ~s->slab_mask, .inv = s->inv, .shift = s->shift,
-            .objects = s->objects, .offset = s->offset };
+        for (unsigned c = 0; c < nr_cpus; c++) {
+            struct pcpu_sheaf *e = pcpu_entry(a, c);
+            e->cap = s->pcpu_cap;
+            e->toff = s->offset;
+            e->gshift = s->shift;
+            e->off_mask = ~s->slab_mask;
+            e->inv = s->inv;
+            e->nobj = s->objects;
+        }
+        *(struct pcpu_hdr *)pcpu_hdr_of(a) = (struct pcpu_hdr){ .s = s };
         /* release: the caps and the header above before the pointer a fast
          * path may load */
         __atomic_store_n(&s->pcpu, a, __ATOMIC_RELEASE);

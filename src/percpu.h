@@ -94,10 +94,12 @@
  *     free itself.
  *  9. kfree's map names the array, not the cache.  Once s has its sheaf
  *     array, the map word of each of its slabs' pages (pages.c, map_write)
- *     holds the array's address (PMAP_BASE set) and the slab's colour, and
- *     the array's header line, just before it (struct pcpu_hdr), holds s
- *     and what validating x needs.  So kfree goes from the map word to the
- *     CPU's sheaf with no load between (the map word of the cache cost a
+ *     holds the array's address (PMAP_BASE set) and the slab's colour; the
+ *     array's header line, just before it (struct pcpu_hdr), holds s, and
+ *     each CPU's entry a copy of what validating x needs, tested inside
+ *     the push's section (pcpu_kfree_push).  So kfree goes from the map
+ *     word to the CPU's sheaf with no load between, and reads one line of
+ *     the array besides the slots (the map word of the cache cost a
  *     load of the cache's line, then of s->pcpu, before the section could
  *     start: rdtsc, random sizes 8-1000 B, 2048 live, one thread, 43.5 ->
  *     39.8 cycles a free+malloc step).  A slab published before s had its
@@ -122,68 +124,81 @@
 
 #define PCPU_SHIFT 9
 #define PCPU_STRIDE (1u << PCPU_SHIFT)
-/* The header's layout, which the asm spells with these offsets. */
+/* The entry's layout, which the asm spells with these offsets. */
+#define PCPU_TOFF_OFF 8
 #define PCPU_HINT_OFF 16
 #define PCPU_GEN_OFF 24
 #define PCPU_CAP_OFF 32
-#define PCPU_OBJS_OFF 40
+#define PCPU_GSHIFT_OFF 36
+#define PCPU_OFFMASK_OFF 40
+#define PCPU_INV_OFF 48
+#define PCPU_NOBJ_OFF 56
+#define PCPU_OBJS_OFF 64
 #define PCPU_TOP_OFF (PCPU_OBJS_OFF - 8)    /* objs[count - 1] is TOP(e, count, 8) */
 #define PCPU_TOP2_OFF (PCPU_OBJS_OFF - 16)  /* objs[count - 2] */
 #define PCPU_HDR PCPU_OBJS_OFF
-#define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR) / sizeof(void *))   /* 59 */
+#define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR - 8) / sizeof(void *))   /* 55 */
 #define PCPU_MAX_CPUS 1024          /* more possible CPUs: the per-thread mode */
 #define PCPU_COUNT_MASK 0xffffull
 #define PCPU_ALLOC_ONE (1ull << 16)
 #define PCPU_STR_(x) #x
 #define PCPU_STR(x) PCPU_STR_(x)
 
+/* An entry's first line is everything a push or a pop reads besides the
+ * slots: the commit word, the cap, the hint (rule 6), and a copy of what
+ * kfree needs of the cache to validate x (rule 9) -- per CPU, so that
+ * kfree reads one line of the entry where it read the array's header line
+ * too (rdtsc, random sizes 8-1000 B, 2048 live, one thread: measured in
+ * README).  Below objs[0] (a push's objs[count - 1] when count is 0) is
+ * objects, and below that inv (odd): never an object's address. */
 struct pcpu_sheaf {
     uint64_t word;          /* commit word: count | fast allocations << 16 */
-    int64_t slow_net;       /* atomic: objects slow paths put in minus took out */
+    /* obj_index's constants and the tag's offset (rule 9), copied from the
+     * cache when the array is created, in the forms the free's test uses
+     * with no instruction to convert them: s->offset widened (an index
+     * register as loaded), ~s->slab_mask (x's offset in its slab is one
+     * and), s->inv, s->objects widened (a compare with memory) */
+    uint64_t toff;
     /* The validated-slab hint (rule 6): the first object of a slab of the
      * cache found live when s->pcpu_gen was hint_gen. */
     uintptr_t hint_start;
     uint64_t hint_gen;
     uint32_t cap;           /* objects it may hold; 0: draining, or no sheaves yet */
-    uint32_t pad;           /* 0: with cap, the word the push's "objs[count - 1]"
-                             * reads when count is 0 -- never an object address */
-    void *objs[PCPU_CAP_MAX];
-};
-_Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
-_Static_assert(offsetof(struct pcpu_sheaf, hint_start) == PCPU_HINT_OFF &&
-               offsetof(struct pcpu_sheaf, hint_gen) == PCPU_GEN_OFF &&
-               offsetof(struct pcpu_sheaf, cap) == PCPU_CAP_OFF &&
-               offsetof(struct pcpu_sheaf, objs) == PCPU_OBJS_OFF, "the asm knows the layout");
-
-/* The line before each sheaf array (percpu.c carves one in front of every
- * array): what kfree needs of the cache when kfree's map names the array
- * itself (rule 9), copied from the cache when the array is created.  A
- * cache's geometry and free-word offset never change. */
-struct pcpu_hdr {
-    struct kmem_cache *s;
-    /* obj_index's constants, in the forms the free's test uses with no
-     * instruction to convert them: ~s->slab_mask (x's offset in its slab
-     * is one and), s->inv, s->objects widened (a compare with memory),
-     * s->offset widened (an index register as loaded), s->shift */
+    uint32_t gshift;        /* s->shift */
     uintptr_t off_mask;
     uint64_t inv;
-    uint64_t objects;
-    uint64_t offset;        /* s->offset: where the free tag goes */
-    uint32_t shift;
-    uint32_t pad[5];
+    uint64_t nobj;
+    void *objs[PCPU_CAP_MAX];
+    int64_t slow_net;       /* atomic: objects slow paths put in minus took out */
+};
+_Static_assert(sizeof(struct pcpu_sheaf) <= PCPU_STRIDE, "an entry fits its stride");
+_Static_assert(offsetof(struct pcpu_sheaf, toff) == PCPU_TOFF_OFF &&
+               offsetof(struct pcpu_sheaf, hint_start) == PCPU_HINT_OFF &&
+               offsetof(struct pcpu_sheaf, hint_gen) == PCPU_GEN_OFF &&
+               offsetof(struct pcpu_sheaf, cap) == PCPU_CAP_OFF &&
+               offsetof(struct pcpu_sheaf, gshift) == PCPU_GSHIFT_OFF &&
+               offsetof(struct pcpu_sheaf, off_mask) == PCPU_OFFMASK_OFF &&
+               offsetof(struct pcpu_sheaf, inv) == PCPU_INV_OFF &&
+               offsetof(struct pcpu_sheaf, nobj) == PCPU_NOBJ_OFF &&
+               offsetof(struct pcpu_sheaf, objs) == PCPU_OBJS_OFF, "the asm knows the layout");
+
+/* CPU cpu's entry of the array at base */
+static inline struct pcpu_sheaf *pcpu_entry(struct pcpu_sheaf *base, unsigned cpu)
+{
+    return (struct pcpu_sheaf *)((char *)base + ((size_t)cpu << PCPU_SHIFT));
+}
+
+/* The line before each sheaf array (percpu.c carves one in front of every
+ * array): the cache whose array it is, for the reports and the slow path
+ * of a kfree that found the array in kfree's map (rule 9). */
+struct pcpu_hdr {
+    struct kmem_cache *s;
+    uintptr_t pad[7];
 };
 _Static_assert(sizeof(struct pcpu_hdr) == 64, "the header is one line");
 static inline const struct pcpu_hdr *pcpu_hdr_of(const struct pcpu_sheaf *base)
 {
     return (const struct pcpu_hdr *)base - 1;
-}
-/* object_start (slab_common.h) from the header's copy of the geometry:
- * does an object start at x, in its (naturally aligned) slab whose first
- * object is colour bytes in?  x - (slab start + colour) is
- * (x & ~slab_mask) - colour: 3 instructions where it took 5. */
-static inline bool pcpu_hdr_object_start(const struct pcpu_hdr *h, uint32_t colour, const void *x)
-{
-    return geo_index(h->inv, h->shift, ((uintptr_t)x & h->off_mask) - colour) < h->objects;
 }
 
 /* The mode, chosen once by kslab_init (KSLAB_PERCPU, rseq available): the
@@ -420,6 +435,43 @@ static inline bool pcpu_push_base(struct pcpu_sheaf *base, uint32_t toff, void *
                  : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v)
                  : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
                    [key] "m"(kslab_tag_key), [toff] "r"((uintptr_t)toff)
+                 : "memory", "cc"
+                 : miss);
+    return true;
+miss:
+    return false;
+}
+/* kfree's push (rule 9): x, from a page of a published slab whose
+ * colour is colour, of the cache whose sheaf array is base, onto the
+ * current CPU's sheaf, once it is an object's start -- tested inside the
+ * section from the entry's copy of the geometry (object_start of
+ * slab_common.h: x - (slab start + colour) is (x & ~slab_mask) - colour),
+ * so that the entry's first line is the only line of the array kfree
+ * reads.  false: not an object start, full, draining, or x its top (the
+ * slow path decides and reports).  A cache without sheaves has an all-0
+ * entry here: the test fails (index 0 is not below 0 objects). */
+static inline bool pcpu_kfree_push(struct pcpu_sheaf *base, uint32_t colour, void *x)
+{
+    uintptr_t e, w, t, v, c;
+    pcpu_tsan_release(base);            /* before the commit that publishes x */
+    __asm__ __volatile__ goto(PCPU_RSEQ_CS
+                 "movq %[x], %[v]\n\t"
+                 "andq " PCPU_STR(PCPU_OFFMASK_OFF) "(%[e]), %[v]\n\t"
+                 "subq %[col], %[v]\n\t"
+                 "imulq " PCPU_STR(PCPU_INV_OFF) "(%[e]), %[v]\n\t"
+                 "movl " PCPU_STR(PCPU_GSHIFT_OFF) "(%[e]), %%ecx\n\t"
+                 "rorq %%cl, %[v]\n\t"
+                 "cmpq " PCPU_STR(PCPU_NOBJ_OFF) "(%[e]), %[v]\n\t"
+                 "jae %l[miss]\n\t"
+                 PCPU_PUSH_ROOM("%l[miss]")
+                 PCPU_PUSH_NOT_TOP("%l[miss]")
+                 "movq " PCPU_STR(PCPU_TOFF_OFF) "(%[e]), %[toff]\n\t"
+                 PCPU_PUSH_TAG
+                 PCPU_PUSH_COMMIT
+                 PCPU_RSEQ_ABORT
+                 : [e] "=&r"(e), [w] "=&r"(w), [t] "=&r"(t), [v] "=&r"(v), [toff] "=&c"(c)
+                 : [off] "r"(kslab_rseq_off), [base] "r"(base), [x] "r"(x),
+                   [col] "r"((uintptr_t)colour), [key] "m"(kslab_tag_key)
                  : "memory", "cc"
                  : miss);
     return true;

@@ -667,7 +667,7 @@ static void test_sheaf_colour(void)
 /* kfree's map names a cache's sheaf array once the cache has one
  * (percpu.h, rule 9): a new slab's words are written that way, those of a
  * slab made before slow start are rewritten by a kfree into it, the
- * array's header names the cache and its geometry, every word goes when
+ * array's header names the cache, each CPU's entry has its geometry, every word goes when
  * its slab does, and the array of a cache destroyed with objects left is
  * never given to another cache (a leaked slab's words still name it): its
  * caps stay 0, so a free there misses to the dead cache's checks. */
@@ -690,9 +690,12 @@ static void test_map_names_array(void)
     CHECK(b != pcpu_none && n >= 2);
     while (n < N)                       /* slabs made after it */
         o[n++] = kmem_cache_alloc(c, GFP_KERNEL);
-    const struct pcpu_hdr *h = pcpu_hdr_of(b);
-    CHECK(h->s == c && h->off_mask == ~c->slab_mask && h->inv == c->inv &&
-          h->shift == c->shift && h->objects == c->objects && h->offset == c->offset);
+    CHECK(pcpu_hdr_of(b)->s == c);
+    for (unsigned cpu = 0; cpu < (unsigned)prim_possible_cpus(); cpu++) {
+        const struct pcpu_sheaf *en = pcpu_entry(b, cpu);
+        CHECK(en->off_mask == ~c->slab_mask && en->inv == c->inv && en->gshift == c->shift &&
+              en->nobj == c->objects && en->toff == c->offset);
+    }
     int based = 0;
     for (int i = 0; i < N; i++) {
         uint64_t e = addr_pmap((uintptr_t)o[i]);
