@@ -1,8 +1,8 @@
-# libkslab-malloc: the malloc(32)+free pair and real programs under LD_PRELOAD,
+# libkslab-malloc: the malloc(32)+free pair, the one-thread step and real programs under LD_PRELOAD,
 # kslab beside the peers (wall and CPU time and peak RSS, median of 7 interleaved rounds -- 15 for
 # python3 and sqlite3, issue 9's two targets -- and kslab over each peer as the median of per-round
 # ratios).
-echo "== drop-in: malloc pair and real workloads"
+echo "== drop-in: malloc pair, step and real workloads"
 KM=$PWD/build/libkslab-malloc.so
 PROG=$PWD/tests/programs
 RUNS=${DROPIN_RUNS:-7}
@@ -26,6 +26,22 @@ LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc (slub)" >> "$RAW/dropin_pair.tsv"
 for a in slab slob-seg; do KSLAB_ALLOCATOR=$a LD_PRELOAD=$KM $B/malloc_pair "kslab-malloc ($a)" >> "$RAW/dropin_pair.tsv"; done
 # the peers' pairs, from section 00 (absent when KSLAB_BENCH_SECTIONS leaves it out)
 [ -f "$RAW/micro.tsv" ] && { grep -v missing "$RAW/micro.tsv" | grep -E "malloc|operator new" >> "$RAW/dropin_pair.tsv" || true; }
+# The one-thread free+malloc step (bench/step.c): random sizes 8-1000 B with
+# 2048 live, and one size (8 B, 16 live), every allocator in each of
+# STEP_ROUNDS interleaved rounds; the minimum kept (the machine's load only
+# ever adds cycles).  What the fast paths cost where many classes compete,
+# the server row without its threads (section 70).
+STEP_ROUNDS=${STEP_ROUNDS:-5}
+: > "$RAW/dropin_step.tsv"
+for r in $(seq "$STEP_ROUNDS"); do
+  for who in $(rotated "$r" kslab $PEERS); do
+    case $who in kslab) ;; *) peer_ok "$who" || continue ;; esac
+    for a in "2048 1000" "16 8 --one"; do
+      if [ $who = kslab ]; then LD_PRELOAD=$KM $B/malloc_step "$who" $a
+      else run_peer "$who" $B/malloc_step "$who" $a; fi >> "$RAW/dropin_step.tsv"
+    done
+  done
+done
 : > "$RAW/dropin.tsv"
 tmpd=$(mktemp -d)
 RUNCMD=$PWD/$B/runcmd
@@ -74,6 +90,28 @@ rm -rf "$tmpd"
   echo "| allocator | pair | ns/pair (min-max) | cycles/pair |"
   echo "|---|---|---|---|"
   awk -F'\t' '{printf "| %s | %s | %.2f (%.2f-%.2f) | %.1f |\n",$1,$2,$3,$4,$5,$6}' "$RAW/dropin_pair.tsv"
+  echo
+  echo "### The one-thread free+malloc step: rdtsc cycles a step, the minimum of $STEP_ROUNDS interleaved rounds"
+  echo
+  echo "Each step frees a random one of the live blocks and allocates one in its place (bench/step.c, pinned to one CPU)."
+  echo
+  echo "| step | kslab | $(echo $PEERS | sed 's/ / | /g') | kslab / best peer |"
+  echo "|---|---|$(for p in $PEERS; do printf -- '---|'; done)---|"
+  awk -F'\t' -v peers="$PEERS" '
+    { k = $2; if (!((k, $1) in m) || $3 < m[k, $1]) m[k, $1] = $3; if (!(k in seen)) { seen[k] = 1; rows[++n] = k } }
+    END {
+      np = split(peers, p, " ")
+      for (i = 1; i <= n; i++) {
+        k = rows[i]; line = "| " k " | " ((k, "kslab") in m ? m[k, "kslab"] : "-"); best = 0
+        for (j = 1; j <= np; j++) {
+          v = ((k, p[j]) in m) ? m[k, p[j]] : ""
+          line = line " | " (v == "" ? "-" : v)
+          if (v != "" && (best == 0 || v + 0 < best)) best = v + 0
+        }
+        r = (best > 0 && (k, "kslab") in m) ? sprintf("%.2f", m[k, "kslab"] / best) : "-"
+        print line " | " r " |"
+      }
+    }' "$RAW/dropin_step.tsv"
   echo
   echo "### Real workloads: wall seconds and peak RSS, median of $RUNS runs ($PYRUNS for python3 and sqlite3; min-max)"
   echo
