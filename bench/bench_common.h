@@ -17,6 +17,18 @@ static inline uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Marsaglia's xorshift64 (13, 7, 17): the benchmarks' random numbers, each
+ * program with its own state and seed (never 0), so every run draws the
+ * same sequence. */
+static inline uint64_t xorshift64(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
 static inline uint64_t cycles(void)
 {
     unsigned aux;

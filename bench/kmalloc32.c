@@ -40,9 +40,7 @@ int main(int argc, char **argv)
         FREE(p);
     }
     for (long i = 0; i < pairs && random_mode; i++) {
-        r ^= r << 13;
-        r ^= r >> 7;
-        r ^= r << 17;
+        xorshift64(&r);
         unsigned k = (unsigned)(r & (live - 1));
         FREE(slot[k]);
         slot[k] = ALLOC32();

@@ -44,10 +44,7 @@ static double realloc_once(void)
 static uint64_t rng = 88172645463325252ull;
 static inline uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 static size_t mixed_size(void)
 {

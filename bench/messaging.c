@@ -94,10 +94,7 @@ static const struct { const char *name; unsigned size, count; } boot_mix[] = {
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 
 static unsigned boot_free_one_in = 4;

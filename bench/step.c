@@ -20,14 +20,6 @@
 static void *(*volatile m_alloc)(size_t) = malloc;
 static void (*volatile m_free)(void *) = free;
 
-static uint64_t rng = 88172645463325252ull;
-static uint64_t xorshift(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static void pin_last_cpu(void)
 {
@@ -60,6 +52,7 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t minsz = one ? maxsz : 8, steps = quick ? 100000 : 4000000;
+    uint64_t rng = 88172645463325252ull;
     enum { TABLE = 1 << 20 };
     void **p = calloc(live, sizeof(void *));
     uint32_t *idx = malloc(TABLE * sizeof(uint32_t)), *sz = malloc(TABLE * sizeof(uint32_t));
@@ -68,12 +61,12 @@ int main(int argc, char **argv)
         return 1;
     }
     for (size_t i = 0; i < TABLE; i++) {
-        idx[i] = (uint32_t)(xorshift() % live);
-        sz[i] = (uint32_t)(minsz + xorshift() % (maxsz - minsz + 1));
+        idx[i] = (uint32_t)(xorshift64(&rng) % live);
+        sz[i] = (uint32_t)(minsz + xorshift64(&rng) % (maxsz - minsz + 1));
     }
     pin_last_cpu();
     for (size_t i = 0; i < live; i++)
-        if (!(p[i] = m_alloc(minsz + xorshift() % (maxsz - minsz + 1)))) {
+        if (!(p[i] = m_alloc(minsz + xorshift64(&rng) % (maxsz - minsz + 1)))) {
             fprintf(stderr, "step: out of memory\n");
             return 1;
         }

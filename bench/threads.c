@@ -81,7 +81,7 @@ static void *server_thread(void *arg)
     void **live = calloc(LIVE, sizeof *live);
     struct ring *out = &rings[(me + 1) % nthreads], *in = &rings[me];
     for (long i = 0; i < steps; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        xorshift64(&x);
         unsigned j = (unsigned)(x >> 20) % LIVE;
         size_t sz = 8 + (size_t)(x >> 40) % 993;
         char *p = m_alloc(sz);
