@@ -114,15 +114,6 @@ static inline __attribute__((always_inline)) bool pcpu_kfree(struct kmem_cache *
     return pcpu_push(s, x);
 }
 
-/* The same for a slab whose map word names its cache's sheaf array
- * (percpu.h, rule 9): the current CPU's entry has what the test needs,
- * and the section starts from base with no load between. */
-static inline __attribute__((always_inline)) bool pcpu_kfree_base(struct pcpu_sheaf *base,
-                                                                  uint32_t colour, void *x)
-{
-    return pcpu_kfree_push(base, colour, x);
-}
-
 /* Everything the inline paths did not take, to the cpu layer (per-CPU
  * mode, back-ends with per-CPU sheaves) or the back-end. */
 static void *backend_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
@@ -635,7 +626,7 @@ void kfree_nolock(const void *p)
     if (kslab_percpu && a < (1ul << 47) && arena_bit(a)) {
         uint64_t e = addr_pmap(a);         /* kfree_in's lookup, with no slow path */
         if (e & PMAP_BASE) {
-            if (pcpu_kfree_base(pmap_ptr(e), pmap_colour(e), x))
+            if (pcpu_kfree_push(pmap_ptr(e), pmap_colour(e), x))
                 return;
         } else {
             struct kmem_cache *s = e ? pmap_cache(e) : NULL;
@@ -1223,7 +1214,7 @@ static inline __attribute__((always_inline)) void kfree_in(const void *x, bool f
     if (likely(e & PMAP_BASE)) {      /* (tested first: 0 has it clear) */
         /* a page of a published slab of a cache whose sheaf array is base
          * (percpu.h, rule 9; the per-CPU mode's alone) */
-        if (likely(pcpu_kfree_base(pmap_ptr(e), pmap_colour(e), (void *)x)))
+        if (likely(pcpu_kfree_push(pmap_ptr(e), pmap_colour(e), (void *)x)))
             return;
         kfree_to_backend(pcpu_hdr_of(pmap_ptr(e))->s, x);
         return;

@@ -136,8 +136,8 @@
 #define PCPU_OBJS_OFF 64
 #define PCPU_TOP_OFF (PCPU_OBJS_OFF - 8)    /* objs[count - 1] is TOP(e, count, 8) */
 #define PCPU_TOP2_OFF (PCPU_OBJS_OFF - 16)  /* objs[count - 2] */
-#define PCPU_HDR PCPU_OBJS_OFF
-#define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_HDR - 8) / sizeof(void *))   /* 55 */
+/* the slots, between the first line and slow_net at the entry's end */
+#define PCPU_CAP_MAX ((PCPU_STRIDE - PCPU_OBJS_OFF - 8) / sizeof(void *))   /* 55 */
 #define PCPU_MAX_CPUS 1024          /* more possible CPUs: the per-thread mode */
 #define PCPU_COUNT_MASK 0xffffull
 #define PCPU_ALLOC_ONE (1ull << 16)
@@ -441,6 +441,18 @@ static inline bool pcpu_push_base(struct pcpu_sheaf *base, uint32_t toff, void *
 miss:
     return false;
 }
+/* Inside a section (e the entry, v and rcx scratch): is v, an offset from
+ * a slab's first object, an object's start?  obj_index (slab_common.h)
+ * from the entry's copy of the geometry: the index (v * inv rotated right
+ * by shift) below objects; to `fail` if not.  Both the kfree push and the
+ * hinted push test this way. */
+#define PCPU_OBJECT_AT(fail)                                                  \
+    "imulq " PCPU_STR(PCPU_INV_OFF) "(%[e]), %[v]\n\t"                     \
+    "movl " PCPU_STR(PCPU_GSHIFT_OFF) "(%[e]), %%ecx\n\t"                  \
+    "rorq %%cl, %[v]\n\t"                                                   \
+    "cmpq " PCPU_STR(PCPU_NOBJ_OFF) "(%[e]), %[v]\n\t"                     \
+    "jae " fail "\n\t"
+
 /* kfree's push (rule 9): x, from a page of a published slab whose
  * colour is colour, of the cache whose sheaf array is base, onto the
  * current CPU's sheaf, once it is an object's start -- tested inside the
@@ -458,11 +470,7 @@ static inline bool pcpu_kfree_push(struct pcpu_sheaf *base, uint32_t colour, voi
                  "movq %[x], %[v]\n\t"
                  "andq " PCPU_STR(PCPU_OFFMASK_OFF) "(%[e]), %[v]\n\t"
                  "subq %[col], %[v]\n\t"
-                 "imulq " PCPU_STR(PCPU_INV_OFF) "(%[e]), %[v]\n\t"
-                 "movl " PCPU_STR(PCPU_GSHIFT_OFF) "(%[e]), %%ecx\n\t"
-                 "rorq %%cl, %[v]\n\t"
-                 "cmpq " PCPU_STR(PCPU_NOBJ_OFF) "(%[e]), %[v]\n\t"
-                 "jae %l[miss]\n\t"
+                 PCPU_OBJECT_AT("%l[miss]")
                  PCPU_PUSH_ROOM("%l[miss]")
                  PCPU_PUSH_NOT_TOP("%l[miss]")
                  "movq " PCPU_STR(PCPU_TOFF_OFF) "(%[e]), %[toff]\n\t"
@@ -519,15 +527,12 @@ miss:
  * decodes the head's successor, saves two after its range test). */
 #define PCPU_PUSH_HINTED(s, x, check, miss)                                     \
     do {                                                                        \
-        uintptr_t e_, w_, t_, v_;                                               \
+        uintptr_t e_, w_, t_, v_, c_;                                           \
         __asm__ __volatile__ goto(PCPU_RSEQ_CS                                  \
                  PCPU_PUSH_ROOM("%l[" #miss "]")                                \
-                 "movq %[x], %[v]\n\t"   /* obj_index(x - hint_start) < objects */ \
+                 "movq %[x], %[v]\n\t"   /* an object of the hinted slab */      \
                  "subq " PCPU_STR(PCPU_HINT_OFF) "(%[e]), %[v]\n\t"             \
-                 "imulq %[inv], %[v]\n\t"                                       \
-                 "rorq %%cl, %[v]\n\t"                                          \
-                 "cmpq %[nobj], %[v]\n\t"                                       \
-                 "jae %l[" #check "]\n\t"                                       \
+                 PCPU_OBJECT_AT("%l[" #check "]")                               \
                  "movq " PCPU_STR(PCPU_GEN_OFF) "(%[e]), %[v]\n\t"              \
                  "cmpq %[gen], %[v]\n\t" /* no slab given back since */         \
                  "jne %l[" #check "]\n\t"                                       \
@@ -535,10 +540,10 @@ miss:
                  PCPU_PUSH_TAG                                                  \
                  PCPU_PUSH_COMMIT                                               \
                  PCPU_RSEQ_ABORT                                                \
-                 : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_)    \
+                 : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_),   \
+                   "=&c"(c_)                                                    \
                  : [off] "r"(kslab_rseq_off), [base] "m"((s)->pcpu), [x] "r"(x), \
-                   [inv] "m"((s)->inv), "c"((s)->shift),                        \
-                   [nobj] "m"((s)->pcpu_nobj), [gen] "m"((s)->pcpu_gen),        \
+                   [gen] "m"((s)->pcpu_gen),                                    \
                    [key] "m"(kslab_tag_key), [toff] "r"((uintptr_t)(s)->offset) \
                  : "memory", "cc"                                               \
                  : miss, check);                                                \

@@ -110,9 +110,6 @@ struct kmem_cache {
     /* Slabs given back so far, from 1 (percpu.h, rule 6): the per-CPU
      * hints' generation.  Atomic builtins; the inline free reads it plainly. */
     uint64_t pcpu_gen;
-    /* objects, as 64 bits: the hinted push (percpu.h) compares an index
-     * with it from memory, which spares the section a register */
-    uint64_t pcpu_nobj;
     void (*ctor)(void *);
     /* Hardened free pointers (slub.h, get_freepointer): a free object's
      * pointer is stored as fp ^ fp_key ^ (bswap(its own address) & fp_swab).
@@ -179,7 +176,6 @@ static inline void kslab_set_geometry(struct kmem_cache *s, unsigned order, unsi
 {
     s->order = order;
     s->objects = objects;
-    s->pcpu_nobj = objects;
     s->slab_mask = ~((PAGE_SIZE << order) - 1);
     s->shift = (uint32_t)__builtin_ctz(s->size);
     uint64_t d = s->size >> s->shift, inv = d;   /* Newton: each step doubles the good bits */
