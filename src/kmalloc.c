@@ -977,6 +977,11 @@ fastpath_fn void *kslab_malloc_plain(size_t size)
 {
     return malloc_classes(size, GFP_KERNEL | KSLAB_GFP_MALLOC);
 }
+#ifdef KSLAB_DROPIN
+/* libkslab-malloc's malloc is this function itself, not a jump to it
+ * (malloc.c) */
+void *malloc(size_t size) __attribute__((alias("kslab_malloc_plain"), visibility("default")));
+#endif
 
 /* ---- bulk ---------------------------------------------------------------------- */
 

@@ -32,11 +32,8 @@ static inline void *enomem(void *p)
     return p;
 }
 
-/* (kslab_malloc's slow paths set errno: malloc and calloc are tail calls) */
-EXPORT void *malloc(size_t n)
-{
-    return kslab_malloc_plain(n);
-}
+/* malloc is kslab_malloc_plain itself, an alias made in kmalloc.c, where
+ * it is defined (its slow paths set errno) */
 
 /* kfree's rule that pointers up to ZERO_SIZE_PTR are no-ops is the
  * kernel's; malloc never returns one, so free((void *)1) .. 16 is a bad
