@@ -73,4 +73,4 @@ install:
 	$(CMAKE) --install $(BUILD)
 
 clean:
-	rm -rf build build-asan build-tsan build-notag build-clang build-bench-asan
+	rm -rf build build-asan build-tsan build-notag build-clang build-bench-asan build-fakecpu build-fakecpu-notag

@@ -68,6 +68,25 @@ callgrind_calls() {
     awk '{gsub(",", "", $2); printf "%s\t%.1f\n", $1, $2 / 3000}'
 }
 
+# cachegrind_run OUT [VAR=VALUE...] -- CMD...: CMD under cachegrind
+# (simulated caches), in /tmp, with the variables set (LD_PRELOAD too: valgrind
+# passes it on), writing OUT; prints "Ir<TAB>L1 misses<TAB>LL misses", the
+# instruction and data misses summed, or nothing if the run failed.
+cachegrind_run() {
+  local out=$1 vars=()
+  shift
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  (cd /tmp && env "${vars[@]}" timeout 900 valgrind --tool=cachegrind --cache-sim=yes \
+     --cachegrind-out-file="$out" "$@" >/dev/null 2>&1) || return 0
+  # summary: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
+  sed -nE 's/^summary: //p' "$out" | awk '{ printf "%.0f\t%.0f\t%.0f\n", $1, $2 + $5 + $8, $3 + $6 + $9 }'
+}
+# AWK_CG_EST: awk source for cg_est(ir, l1, ll), KCachegrind's estimate of
+# cycles from cachegrind's counts: Ir + 10 x L1 misses + 100 x LL misses.
+AWK_CG_EST='function cg_est(ir, l1, ll) { return ir + 10 * l1 + 100 * ll }
+'
+
 # AWK_MEDIAN: awk source for median(v, n), the median of v[1..n] (sorted in
 # place), 0 when n is 0.  The sections' tables put it before their programs
 # (awk "$AWK_MEDIAN"'...'), so a median is computed one way everywhere.
@@ -93,6 +112,44 @@ notag_build() {
   else
     echo "notag build failed: the no-tag rows are left out" >&2
   fi
+}
+
+# fakecpu_build: the valgrind measurement builds (cmake -DKSLAB_FAKE_CPU=ON,
+# src/prim_linux.c): under valgrind, which has no rseq, they run the per-CPU
+# mode on a fake CPU 0, so callgrind and cachegrind count the default mode's
+# paths (one-thread programs only).  Two: the default and, for what the free
+# tag costs, one without the tag.  Sets FAKE_KM / FAKE_B and FAKE_NOTAG_KM /
+# FAKE_NOTAG_B, empty if they do not build or if valgrind is missing.  Built
+# once per run.
+FAKE_DIR=build-fakecpu
+FAKE_KM=
+FAKE_B=
+FAKE_NOTAG_KM=
+FAKE_NOTAG_B=
+fakecpu_build() {
+  [ -n "$FAKE_KM" ] && return 0
+  command -v valgrind >/dev/null || return 0
+  local d
+  for d in $FAKE_DIR $FAKE_DIR-notag; do
+    local tag=ON
+    [ $d = $FAKE_DIR ] || tag=OFF
+    if ! cmake -S . -B $d -DCMAKE_BUILD_TYPE=Release -DKSLAB_FAKE_CPU=ON -DKSLAB_FREE_TAG=$tag >/dev/null ||
+       ! cmake --build $d -j"$(nproc)" --target kslab-malloc micro_static >/dev/null 2>&1; then
+      echo "fake-CPU build $d failed: its rows are left out" >&2
+      continue
+    fi
+    # the build's point: under valgrind it runs the per-CPU mode (KSLAB_PERCPU=1
+    # warns when it cannot)
+    if KSLAB_PERCPU=1 valgrind -q $d/bench/micro_static --quick 2>&1 >/dev/null | grep -q 'per-thread mode'; then
+      echo "fake-CPU build $d runs the per-thread mode under valgrind: its rows are left out" >&2
+      continue
+    fi
+    if [ $d = $FAKE_DIR ]; then
+      FAKE_KM=$PWD/$d/libkslab-malloc.so; FAKE_B=$d/bench
+    else
+      FAKE_NOTAG_KM=$PWD/$d/libkslab-malloc.so; FAKE_NOTAG_B=$d/bench
+    fi
+  done
 }
 
 REPORT="$OUT/report.md"

@@ -247,7 +247,16 @@ void prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void
 extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 
-long prim_rseq_offset(void)
+static inline uintptr_t thread_pointer(void)
+{
+    uintptr_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    return tp;
+}
+
+/* The offset of glibc's struct rseq for this thread, or -1 where it
+ * cannot be used */
+static long glibc_rseq_offset(void)
 {
     /* 16 bytes: cpu_id_start, cpu_id and rseq_cs, all the per-CPU mode uses.
      * __rseq_size is 0 when registration failed (valgrind, which has no
@@ -255,10 +264,38 @@ long prim_rseq_offset(void)
      * number: cpu_id is -1 or -2 when it is not registered. */
     if (!&__rseq_offset || !&__rseq_size || __rseq_size < 16)
         return -1;
-    uintptr_t tp;
-    __asm__("mov %%fs:0, %0" : "=r"(tp));
-    int cpu = *(volatile int *)(tp + (uintptr_t)__rseq_offset + 4);
+    int cpu = *(volatile int *)(thread_pointer() + (uintptr_t)__rseq_offset + 4);
     return cpu >= 0 ? (long)__rseq_offset : -1;
+}
+
+#ifdef KSLAB_FAKE_CPU
+/* The fake-CPU build (cmake -DKSLAB_FAKE_CPU=ON), for measurement under
+ * valgrind only, where glibc could not register rseq: glibc still keeps
+ * the thread's struct rseq (at __rseq_offset, past the thread pointer, as
+ * the sections' addressing needs), unregistered, and here the calling
+ * thread's cpu_id is set to 0 in it.  The per-CPU sections then run on CPU
+ * 0 and never abort: the kernel does not know the area.  That is sound
+ * while one thread allocates (valgrind runs one thread at a time but may
+ * switch threads inside a section; any other thread's cpu_id stays -2, and
+ * its first section faults on an entry far outside the array), so the
+ * build is for one-thread programs -- python3, sqlite3, the micro
+ * benchmarks -- and is never installed: it lets callgrind and cachegrind
+ * count the per-CPU paths, the default mode's, not the per-thread mode's. */
+static bool faking;                 /* set once, by kslab_init's thread */
+#endif
+
+long prim_rseq_offset(void)
+{
+    long off = glibc_rseq_offset();
+#ifdef KSLAB_FAKE_CPU
+    if (off < 0 && &__rseq_offset && __rseq_offset > 0) {
+        uint32_t *ids = (uint32_t *)(thread_pointer() + (uintptr_t)__rseq_offset);
+        ids[0] = ids[1] = 0;        /* cpu_id_start, cpu_id */
+        faking = true;
+        off = (long)__rseq_offset;
+    }
+#endif
+    return off;
 }
 
 /* Highest possible CPU number + 1 ("possible" covers hot-plug), from
@@ -299,6 +336,10 @@ unsigned prim_possible_cpus(void)
  * EPERM, registers and fences again. */
 bool prim_rseq_fence_init(void)
 {
+#ifdef KSLAB_FAKE_CPU
+    if (faking)
+        return true;                /* one thread: no section in flight elsewhere */
+#endif
     return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
 }
 
@@ -311,6 +352,10 @@ static bool rseq_fence_once(unsigned cpu)
 
 void prim_rseq_fence(unsigned cpu)
 {
+#ifdef KSLAB_FAKE_CPU
+    if (faking)
+        return;
+#endif
     if (rseq_fence_once(cpu))
         return;
     if (errno == EPERM && prim_rseq_fence_init() && rseq_fence_once(cpu))
