@@ -88,6 +88,29 @@ for r in $(seq $SQRUNS); do
   done
 done
 rm -rf "$tmpd"
+# python3 and sqlite3 under cachegrind, once each: instructions and simulated
+# cache misses do not move with the machine's load, so they cross-check the
+# timed ratios above.  kslab runs its fake-CPU build (bench/run.sh,
+# fakecpu_build), so these are the per-CPU mode's paths, the default ones.
+# KSLAB_PUBLISH_MS=5000: the slabinfo publisher snapshots every 100 ms of real
+# time, and under valgrind's 50-fold slowdown that would be 50 times its
+# native rate (see section 86).
+fakecpu_build
+: > "$RAW/dropin_cg.tsv"
+if [ -n "$FAKE_KM" ]; then
+  for who in kslab $PEERS; do
+    case $who in
+      kslab) pre=$FAKE_KM ;;
+      *) peer_ok "$who" || continue; pre=${PEER[$who]} ;;     # (glibc: none)
+    esac
+    pv=(KSLAB_PUBLISH_MS=5000 PYTHONMALLOC=malloc PYTHONHASHSEED=0)
+    [ -n "$pre" ] && pv+=(LD_PRELOAD="$pre")
+    cachegrind_run "$RAW/dropin.python3.$who.cachegrind" "${pv[@]}" -- "$PYTHON3" "$PROG/alloc_heavy.py" 100000 |
+      sed "s/^/$who\tpython3 alloc_heavy.py 100000\t/" >> "$RAW/dropin_cg.tsv"
+    cachegrind_run "$RAW/dropin.sqlite3.$who.cachegrind" "${pv[@]}" -- sqlite3 :memory: ".read $PROG/workload.sql" |
+      sed "s/^/$who\tsqlite3 workload.sql\t/" >> "$RAW/dropin_cg.tsv"
+  done
+fi
 {
   echo "## libkslab-malloc: any program on kslab (LD_PRELOAD)"
   echo
@@ -168,4 +191,24 @@ rm -rf "$tmpd"
           printf "%s | %.3f |\n", line, worst } }' "$RAW/dropin.tsv"
   done | sort
   echo
+  if [ -s "$RAW/dropin_cg.tsv" ]; then
+    echo "### The same two under cachegrind (repeatable), in millions"
+    echo
+    echo "Instructions, simulated first-level (L1) and last-level (LL) cache misses (instruction"
+    echo "and data), and KCachegrind's estimate of cycles from them, Ir + 10 L1 + 100 LL.  kslab is"
+    echo "its fake-CPU build, which runs the per-CPU mode, the default, under valgrind (bench/run.sh)."
+    echo "Cachegrind models no hardware prefetcher, so what an allocator's object order gives or"
+    echo "costs the prefetchers (kslab's freelist randomization, section 86) is only in the timings."
+    echo "One run each; two runs of one allocator differ by about 0.1-0.4 %."
+    echo
+    echo "| workload | allocator | Ir | L1 misses | LL misses | estimated cycles | kslab / it |"
+    echo "|---|---|---|---|---|---|---|"
+    awk -F'\t' "$AWK_CG_EST"'{ k = $2 SUBSEP $1; if (!(k in e)) order[++n] = k
+        ir[k] = $3; l1[k] = $4; ll[k] = $5; e[k] = cg_est($3, $4, $5) }
+      END { for (i = 1; i <= n; i++) { k = order[i]; split(k, kk, SUBSEP); ks = kk[1] SUBSEP "kslab"
+              printf "| %s | %s | %.1f | %.2f | %.3f | %.1f | %s |\n", kk[1], kk[2], ir[k] / 1e6, l1[k] / 1e6,
+                     ll[k] / 1e6, e[k] / 1e6, (ks in e) && e[k] ? sprintf("%.3f", e[ks] / e[k]) : "-" } }' \
+      "$RAW/dropin_cg.tsv" | sort -t'|' -k2,2 -s
+    echo
+  fi
 } >> "$REPORT"

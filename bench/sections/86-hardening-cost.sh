@@ -52,6 +52,45 @@ if command -v valgrind >/dev/null; then
       >> "$RAW/harden_ir.tsv"
   done
 fi
+# The same in the per-CPU mode, the default one, with the fake-CPU builds
+# (bench/run.sh, fakecpu_build), and the free tag's cost with them.
+fakecpu_build
+: > "$RAW/harden_ir_pcpu.tsv"
+declare -A FCONF=( [default]="$FAKE_B:X=1" [off]="$FAKE_B:KSLAB_HARDENED=0"
+                   [notag]="$FAKE_NOTAG_B:X=1" )
+for c in default off notag; do
+  fb=${FCONF[$c]%%:*}
+  [ -n "$fb" ] || continue
+  env ${FCONF[$c]#*:} valgrind --tool=callgrind --callgrind-out-file="$RAW/harden.pcpu.$c.callgrind" \
+    $fb/micro_static --quick >/dev/null 2>&1 || continue
+  callgrind_calls "$RAW/harden.pcpu.$c.callgrind" |
+    awk -F'\t' -v c="$c" '{n[$1] = $2}
+      END { printf "%s\tkmem_cache_alloc+free\t%.1f\n%s\tkmalloc+kfree\t%.1f\n", c,
+            n["kmem_cache_alloc"] + n["kmem_cache_free"], c, n["kmalloc"] + n["kfree"] }' \
+    >> "$RAW/harden_ir_pcpu.tsv"
+done
+# python3 under cachegrind in the per-CPU mode: what each defence costs in
+# instructions and simulated cache misses, repeatably, and from them the
+# estimate of cycles KCachegrind uses (Ir + 10 x L1 misses + 100 x LL
+# misses).  Cachegrind models no hardware prefetcher, so randomization's
+# cost on python3 -- objects no longer in the address order the CPU's
+# prefetchers follow -- is not in it: that is the timed rows' to show.  The slabinfo
+# publisher snapshots every 100 ms of real time (src/publish.c), which under
+# valgrind's 50-fold slowdown is 50 times as often per allocation as in a
+# native run (146 snapshots, 0.9 % of the instructions, in one run):
+# KSLAB_PUBLISH_MS=5000 keeps them at the native rate.
+: > "$RAW/harden_py_cg.tsv"
+declare -A FKM=( [default]="$FAKE_KM:X=1" [off]="$FAKE_KM:KSLAB_HARDENED=0"
+                 [notag]="$FAKE_NOTAG_KM:X=1" )
+if [ -x "$PYTHON3" ]; then
+  for c in default off notag; do
+    km=${FKM[$c]%%:*}
+    [ -n "$km" ] || continue
+    cachegrind_run "$RAW/harden.python3.pcpu.$c.cachegrind" ${FKM[$c]#*:} KSLAB_PUBLISH_MS=5000 \
+      LD_PRELOAD="$km" PYTHONMALLOC=malloc PYTHONHASHSEED=0 -- "$PYTHON3" "$PROG/alloc_heavy.py" 100000 |
+      sed "s/^/$c\t/" >> "$RAW/harden_py_cg.tsv"
+  done
+fi
 # KFENCE's cost in instructions: issue 12 bounds it at 1 %, which timings on
 # this machine cannot resolve (norandom and off, the same instructions, read
 # up to 2 % apart).  python3 alloc_heavy.py 100000 under callgrind, default
@@ -60,10 +99,15 @@ fi
 # more of its allocations than a native run does: an upper bound.
 : > "$RAW/harden_kfence_ir.tsv"
 # ($PYTHON3, the interpreter itself: valgrind does not follow a wrapper's exec)
+# The per-CPU mode's paths where the fake-CPU build is there (KFMODE says
+# which ran).
+KFKM=${FAKE_KM:-$KM}
+KFMODE="the per-CPU paths (the fake-CPU build)"
+[ -n "$FAKE_KM" ] || KFMODE="the per-thread paths, valgrind having no rseq"
 if command -v valgrind >/dev/null && [ -x "$PYTHON3" ]; then
   for c in default kfence; do
     cg="$RAW/harden.python3.$c.callgrind"
-    (cd /tmp && env ${HENV[$c]} LD_PRELOAD="$KM" PYTHONMALLOC=malloc PYTHONHASHSEED=0 timeout 900 valgrind \
+    (cd /tmp && env ${HENV[$c]} KSLAB_PUBLISH_MS=5000 LD_PRELOAD="$KFKM" PYTHONMALLOC=malloc PYTHONHASHSEED=0 timeout 900 valgrind \
        --tool=callgrind --callgrind-out-file="$cg" "$PYTHON3" "$PROG/alloc_heavy.py" 100000 \
        >/dev/null 2>&1) || continue
     ir=$(sed -nE 's/^(summary|totals): ([0-9]+).*/\2/p' "$cg" | head -1)
@@ -142,9 +186,44 @@ done
                      v["off",k] ? v["default",k]/v["off",k] : 0 } }' "$RAW/harden_ir.tsv"
     echo
   fi
+  if [ -s "$RAW/harden_ir_pcpu.tsv" ]; then
+    echo "The same pairs in the per-CPU mode, the default (callgrind, the fake-CPU builds: under"
+    echo "valgrind, which has no rseq, they run the per-CPU sections on a fake CPU 0; bench/run.sh)."
+    echo "*notag*: the build without the free tag, so *default / notag* is the tag's instructions."
+    echo
+    echo "| pair | default | off | notag | default / off | default / notag |"
+    echo "|---|---|---|---|---|---|"
+    awk -F'\t' '{ k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } v[$1,k]=$3 }
+      END { for (i=1;i<=n;i++) { k=order[i]
+              printf "| %s | %.1f | %.1f | %s | %.2f | %s |\n", k, v["default",k], v["off",k],
+                     v["notag",k] ? sprintf("%.1f", v["notag",k]) : "-",
+                     v["off",k] ? v["default",k]/v["off",k] : 0,
+                     v["notag",k] ? sprintf("%.3f", v["default",k]/v["notag",k]) : "-" } }' \
+      "$RAW/harden_ir_pcpu.tsv"
+    echo
+  fi
+  if [ -s "$RAW/harden_py_cg.tsv" ]; then
+    echo "python3 alloc_heavy.py 100000 under cachegrind, the per-CPU mode (fake-CPU builds), in"
+    echo "millions: instructions, simulated first-level (L1) and last-level (LL) cache misses, and"
+    echo "KCachegrind's estimate of cycles, Ir + 10 L1 + 100 LL: what each defence adds in"
+    echo "instructions and cache footprint, repeatably.  Cachegrind models no hardware prefetcher,"
+    echo "so the cost of freelist randomization (objects out of the address order the prefetchers"
+    echo "follow: the python3 row's timings above) is not in it.  PYTHONHASHSEED=0; two runs of one"
+    echo "configuration differ by about 0.1-0.4 % (each randomizes its slabs differently)."
+    echo
+    echo "| configuration | Ir | L1 misses | LL misses | estimated cycles | / off | / notag |"
+    echo "|---|---|---|---|---|---|---|"
+    awk -F'\t' "$AWK_CG_EST"'{ c[++n]=$1; ir[$1]=$2; l1[$1]=$3; ll[$1]=$4; est[$1]=cg_est($2, $3, $4) }
+      END { for (i=1;i<=n;i++) { k=c[i]
+              printf "| %s | %.1f | %.2f | %.3f | %.1f | %s | %s |\n", k, ir[k] / 1e6, l1[k] / 1e6,
+                     ll[k] / 1e6, est[k] / 1e6, est["off"] ? sprintf("%.4f", est[k] / est["off"]) : "-",
+                     est["notag"] ? sprintf("%.4f", est[k] / est["notag"]) : "-" } }' \
+      "$RAW/harden_py_cg.tsv"
+    echo
+  fi
   if [ "$(wc -l < "$RAW/harden_kfence_ir.tsv")" = 2 ]; then
-    echo "KFENCE in instructions (callgrind, python3 alloc_heavy.py 100000; the per-thread paths,"
-    echo "valgrind having no rseq).  Under valgrind the program runs some 50x slower, so the 100 ms"
+    echo "KFENCE in instructions (callgrind, python3 alloc_heavy.py 100000; $KFMODE)."
+    echo "Under valgrind the program runs some 50x slower, so the 100 ms"
     echo "interval samples about 50x more of its allocations than natively: the ratio bounds KFENCE's"
     echo "cost from above.  PYTHONHASHSEED=0 fixes python3's own hashing; two default runs still differ"
     echo "by about 0.1 % (each randomizes its slabs differently)."
