@@ -37,38 +37,39 @@ for r in $(seq "$HPY"); do
     done
   done
 done
-# Instructions per pair (callgrind, per-thread paths: valgrind has no rseq),
-# the repeatable figure beside the timings.
+# pair_ir CONFIG BENCH-DIR OUT: micro_static --quick under callgrind with
+# CONFIG's environment (HENV); the instructions of its kmem_cache and
+# kmalloc pairs appended to OUT as "CONFIG<TAB>pair<TAB>instructions".
+pair_ir() {
+  env ${HENV[$1]} valgrind --tool=callgrind --callgrind-out-file="$3.$1.callgrind" \
+    $2/micro_static --quick >/dev/null 2>&1 || return 0
+  callgrind_calls "$3.$1.callgrind" |
+    awk -F'\t' -v c="$1" '{n[$1] = $2}
+      END { printf "%s\tkmem_cache_alloc+free\t%.1f\n%s\tkmalloc+kfree\t%.1f\n", c,
+            n["kmem_cache_alloc"] + n["kmem_cache_free"], c, n["kmalloc"] + n["kfree"] }' >> "$3"
+}
+# fbin CONFIG: the fake-CPU build a configuration runs (bench/run.sh,
+# fakecpu_build), as hbin for the timed rows: FB its bench directory, FKM
+# its libkslab-malloc, both empty where it did not build
+fbin() {
+  if [ "$1" = notag ]; then FB=$FAKE_NOTAG_B; FKM=$FAKE_NOTAG_KM; else FB=$FAKE_B; FKM=$FAKE_KM; fi
+}
+# Instructions per pair (callgrind), the repeatable figure beside the
+# timings: the per-thread paths (valgrind has no rseq; not notag, the tag
+# being the per-CPU mode's), then the per-CPU mode's, the default, with the
+# fake-CPU builds, and the free tag's cost with them.
 : > "$RAW/harden_ir.tsv"
+: > "$RAW/harden_ir_pcpu.tsv"
 if command -v valgrind >/dev/null; then
-  # (not notag: valgrind has no rseq, and the tag is the per-CPU mode's)
   for c in default norandom off; do
-    env ${HENV[$c]} valgrind --tool=callgrind --callgrind-out-file="$RAW/harden.$c.callgrind" \
-      $B/micro_static --quick >/dev/null 2>&1 || continue
-    callgrind_calls "$RAW/harden.$c.callgrind" |
-      awk -F'\t' -v c="$c" '{n[$1] = $2}
-        END { printf "%s\tkmem_cache_alloc+free\t%.1f\n%s\tkmalloc+kfree\t%.1f\n", c,
-              n["kmem_cache_alloc"] + n["kmem_cache_free"], c, n["kmalloc"] + n["kfree"] }' \
-      >> "$RAW/harden_ir.tsv"
+    pair_ir "$c" "$B" "$RAW/harden_ir.tsv"
+  done
+  fakecpu_build
+  for c in default off notag; do
+    fbin "$c"
+    [ -n "$FB" ] && pair_ir "$c" "$FB" "$RAW/harden_ir_pcpu.tsv"
   done
 fi
-# The same in the per-CPU mode, the default one, with the fake-CPU builds
-# (bench/run.sh, fakecpu_build), and the free tag's cost with them.
-fakecpu_build
-: > "$RAW/harden_ir_pcpu.tsv"
-declare -A FCONF=( [default]="$FAKE_B:X=1" [off]="$FAKE_B:KSLAB_HARDENED=0"
-                   [notag]="$FAKE_NOTAG_B:X=1" )
-for c in default off notag; do
-  fb=${FCONF[$c]%%:*}
-  [ -n "$fb" ] || continue
-  env ${FCONF[$c]#*:} valgrind --tool=callgrind --callgrind-out-file="$RAW/harden.pcpu.$c.callgrind" \
-    $fb/micro_static --quick >/dev/null 2>&1 || continue
-  callgrind_calls "$RAW/harden.pcpu.$c.callgrind" |
-    awk -F'\t' -v c="$c" '{n[$1] = $2}
-      END { printf "%s\tkmem_cache_alloc+free\t%.1f\n%s\tkmalloc+kfree\t%.1f\n", c,
-            n["kmem_cache_alloc"] + n["kmem_cache_free"], c, n["kmalloc"] + n["kfree"] }' \
-    >> "$RAW/harden_ir_pcpu.tsv"
-done
 # python3 under cachegrind in the per-CPU mode: what each defence costs in
 # instructions and simulated cache misses, repeatably, and from them the
 # estimate of cycles KCachegrind uses (Ir + 10 x L1 misses + 100 x LL
@@ -80,14 +81,12 @@ done
 # native run (146 snapshots, 0.9 % of the instructions, in one run):
 # KSLAB_PUBLISH_MS=5000 keeps them at the native rate.
 : > "$RAW/harden_py_cg.tsv"
-declare -A FKM=( [default]="$FAKE_KM:X=1" [off]="$FAKE_KM:KSLAB_HARDENED=0"
-                 [notag]="$FAKE_NOTAG_KM:X=1" )
 if [ -x "$PYTHON3" ]; then
   for c in default off notag; do
-    km=${FKM[$c]%%:*}
-    [ -n "$km" ] || continue
-    cachegrind_run "$RAW/harden.python3.pcpu.$c.cachegrind" ${FKM[$c]#*:} KSLAB_PUBLISH_MS=5000 \
-      LD_PRELOAD="$km" PYTHONMALLOC=malloc PYTHONHASHSEED=0 -- "$PYTHON3" "$PROG/alloc_heavy.py" 100000 |
+    fbin "$c"
+    [ -n "$FKM" ] || continue
+    cachegrind_run "$RAW/harden.python3.pcpu.$c.cachegrind" ${HENV[$c]} KSLAB_PUBLISH_MS=5000 \
+      LD_PRELOAD="$FKM" PYTHONMALLOC=malloc PYTHONHASHSEED=0 -- "$PYTHON3" "$PROG/alloc_heavy.py" 100000 |
       sed "s/^/$c\t/" >> "$RAW/harden_py_cg.tsv"
   done
 fi
