@@ -5,7 +5,8 @@
  * of the same sizes, and C++'s operator new(32) + delete, for the peers
  * under LD_PRELOAD.
  * Prints tab-separated rows: who, what, ns median/min/max, cycles median/min/max.
- * Usage: micro [--quick] [label]; BENCH_ITERS=N sets the pairs per run. */
+ * Usage: micro [--quick] [label]; BENCH_ITERS=N sets the pairs per run;
+ * BENCH_CHUNKS=N prints the fastest 2000-pair chunk of N instead. */
 #include "bench_common.h"
 #include "alloc_shim.h"
 #include <dlfcn.h>
@@ -36,8 +37,22 @@ int main(int argc, char **argv)
         OBJ_FREE(OBJ_ALLOC());
         BENCH_FREE(BENCH_ALLOC(32));
     }
+    /* BENCH_CHUNKS=N: instead, the fewest cycles a pair took in any of N
+     * chunks of 2000 (MEASURE_MIN_CHUNK), one line a pair: WHO, what, cycles */
+    const char *ch = getenv("BENCH_CHUNKS");
+    long chunks = ch ? atol(ch) : 0;
 #define MEASURE_PAIR(what, ALLOC, FREE)                                    \
     do {                                                                   \
+        if (chunks > 0) {                                                  \
+            double cy;                                                     \
+            MEASURE_MIN_CHUNK(cy, chunks, 2000, {                          \
+                void *p = ALLOC;                                           \
+                __asm__ volatile("" : : "r"(p) : "memory");                \
+                FREE(p);                                                   \
+            });                                                            \
+            printf("%s\t%s\t%.3f\n", label, what, cy);                    \
+            break;                                                         \
+        }                                                                  \
         MEASURE(r, runs, iters, 1, {                                       \
             void *p = ALLOC;                                               \
             __asm__ volatile("" : : "r"(p) : "memory");                    \

@@ -31,6 +31,14 @@ for r in $(seq "$HPY"); do
     env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    # the same pairs' fastest 2000-pair chunk (rdtsc cycles, bench/micro.c
+    # BENCH_CHUNKS): on a quiet host it repeats to well under 1 %, where the
+    # long runs above strayed by up to 39 % between configurations that run
+    # the same code; under a sustained load it strays too
+    env $e BENCH_CHUNKS=3000 $HB/micro_static "$c" |
+      awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+    env $e BENCH_CHUNKS=3000 LD_PRELOAD="$HKM" $B/malloc_pair "$c" |
+      awk -F'\t' -v c="$c" '$2 != "operator new(32)+delete" {printf "%s\tlibkslab-malloc %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     for sz in 80 208; do
       env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
         awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
@@ -138,6 +146,12 @@ done
   echo "into free objects) is on in all three: no switch turns it off at run time.  *notag* is"
   echo "the default's settings in a measurement build without it (\`cmake -DKSLAB_FREE_TAG=OFF\`,"
   echo "never installed); *default / notag* is what the tag costs."
+  echo
+  echo "*(cycles, fastest chunk)*: the same pairs timed as 3000 chunks of 2000 pairs, the fewest"
+  echo "rdtsc cycles a pair took in any chunk (\`BENCH_CHUNKS\`, bench/micro.c), then the fewest of"
+  echo "the rounds: chunks of microseconds, some of which run with no neighbour in the way.  On a"
+  echo "quiet host these repeat to well under 1 %; while a neighbour loads the core for minutes they"
+  echo "stray as the rest do (norandom / off, the same code, is the check)."
   echo
   echo "*allocation-order walk* (bench/walk.c): 400 000 objects of one size linked in the order"
   echo "malloc returned them, chased after the caches are evicted; it isolates what randomization"
