@@ -41,24 +41,23 @@ int main(int argc, char **argv)
      * chunks of 2000 (MEASURE_MIN_CHUNK), one line a pair: WHO, what, cycles */
     const char *ch = getenv("BENCH_CHUNKS");
     long chunks = ch ? atol(ch) : 0;
+/* one pair: the object kept in a register, so neither call is elided */
+#define PAIR_BODY(ALLOC, FREE)                                             \
+    {                                                                      \
+        void *p = ALLOC;                                                   \
+        __asm__ volatile("" : : "r"(p) : "memory");                        \
+        FREE(p);                                                           \
+    }
 #define MEASURE_PAIR(what, ALLOC, FREE)                                    \
     do {                                                                   \
         if (chunks > 0) {                                                  \
             double cy;                                                     \
-            MEASURE_MIN_CHUNK(cy, chunks, 2000, {                          \
-                void *p = ALLOC;                                           \
-                __asm__ volatile("" : : "r"(p) : "memory");                \
-                FREE(p);                                                   \
-            });                                                            \
+            MEASURE_MIN_CHUNK(cy, chunks, 2000, PAIR_BODY(ALLOC, FREE));   \
             printf("%s\t%s\t%.3f\n", label, what, cy);                    \
-            break;                                                         \
+        } else {                                                           \
+            MEASURE(r, runs, iters, 1, PAIR_BODY(ALLOC, FREE));            \
+            print_result(label, what, r);                                  \
         }                                                                  \
-        MEASURE(r, runs, iters, 1, {                                       \
-            void *p = ALLOC;                                               \
-            __asm__ volatile("" : : "r"(p) : "memory");                    \
-            FREE(p);                                                       \
-        });                                                                \
-        print_result(label, what, r);                                      \
     } while (0)
     MEASURE_PAIR(OBJ_PAIR, OBJ_ALLOC(), OBJ_FREE);
     MEASURE_PAIR(BENCH_KSLAB ? "kmalloc(32)+kfree" : "malloc(32)+free", BENCH_ALLOC(32), BENCH_FREE);

@@ -388,10 +388,10 @@ static inline struct pcpu_sheaf *pcpu_base(const struct kmem_cache *s)
  * nobj, a small integer): a prefetch never faults.  Measured (paired
  * medians, with / without, three series of 21-31 rounds): server rows 2,
  * 4, 16 threads 1.007-1.036, 1.052-1.075, 1.022-1.072; pipeline 2 and 16
- * threads 1.070, 0.998 (15 rounds); the one-thread kmem_cache pair 2 % slower (rdtsc, 9.21 against
- * 9.02 cycles, min of chunks) and the one-thread random-size step 0-3 %
- * either way; python3 0.994 and sqlite3 0.995 (21 and 31 rounds).
- * Two instructions a pop. */
+ * threads 1.070, 0.998 (15 rounds); the one-thread kmem_cache pair 2 %
+ * slower (rdtsc, 9.21 against 9.02 cycles, fastest chunk) and the
+ * one-thread random-size step 0-3 % either way; python3 0.994 and sqlite3
+ * 0.995 (21 and 31 rounds).  Two instructions a pop. */
 #define PCPU_POP_PREFETCH                                                     \
     "movq " PCPU_STR(PCPU_TOP_OFF) "(%[e],%[t],8), %[w]\n\t"                 \
     "prefetchw (%[w])\n\t"
