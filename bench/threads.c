@@ -6,7 +6,8 @@
  *                      2048 objects of random sizes 8..1000 bytes and replaces
  *                      a random one per step; one step in four hands the new
  *                      object to the next thread (a bounded ring), which frees
- *                      it.  Prints M ops/s (allocations) and peak RSS.
+ *                      it.  All threads step for 0.3 s (larson's fixed time);
+ *                      prints M ops/s (allocations) and peak RSS.
  *   pipeline THREADS   one producer, THREADS-1 consumers: the producer
  *                      allocates 64-byte objects and deals them round-robin
  *                      into one ring per consumer, which frees them.
@@ -24,6 +25,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *(*volatile m_alloc)(size_t) = malloc;
@@ -61,11 +63,20 @@ static void *ring_get(struct ring *r)
 
 /* ---- server ------------------------------------------------------------------ */
 
+/* A fixed-time run, as larson's: every thread steps from one start barrier
+ * until main raises `stop` a fixed time later, and the row is the steps
+ * all of them took over that time.  (It was a fixed number of steps per
+ * thread, timed until the last one finished: threads done early then
+ * spun in sched_yield while the rest finished, and on 2 CPUs how long that
+ * tail ran was up to the scheduler -- 2 000 to 111 000 context switches a
+ * run of the same program, for kslab and tcmalloc alike -- so the 16-thread
+ * row swung by 1.6x from run to run.  Now no thread waits for another
+ * inside the time measured.) */
 #define LIVE 2048
 static int nthreads;
-static long steps;
 static struct ring *rings;            /* rings[i]: objects thread i must free */
-static _Atomic int done_threads;
+static _Atomic bool stop;
+static pthread_barrier_t start;
 
 static void drain(struct ring *r)
 {
@@ -80,7 +91,9 @@ static void *server_thread(void *arg)
     uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(me + 1);
     void **live = calloc(LIVE, sizeof *live);
     struct ring *out = &rings[(me + 1) % nthreads], *in = &rings[me];
-    for (long i = 0; i < steps; i++) {
+    long i;
+    pthread_barrier_wait(&start);
+    for (i = 0;; i++) {
         xorshift64(&x);
         unsigned j = (unsigned)(x >> 20) % LIVE;
         size_t sz = 8 + (size_t)(x >> 40) % 993;
@@ -96,42 +109,54 @@ static void *server_thread(void *arg)
                 m_free(live[j]);
             live[j] = p;
         }
-        if ((i & 63) == 0)
+        if ((i & 63) == 0) {
             drain(in);
+            /* relaxed: a flag read, ordering nothing; a thread sees it
+             * within 64 steps of main's store */
+            if (atomic_load_explicit(&stop, memory_order_relaxed))
+                break;
+        }
     }
-    atomic_fetch_add_explicit(&done_threads, 1, memory_order_acq_rel);
-    /* keep draining until every thread has stopped sending; yielding, so
-     * that with more threads than CPUs a thread that is done does not take
-     * CPU time from those still working (the time measured is all of
-     * theirs: a spinning thread made the rows swing by 2x from run to run) */
-    while (atomic_load_explicit(&done_threads, memory_order_acquire) < nthreads) {
-        drain(in);
-        sched_yield();
-    }
-    drain(in);
+    /* after the time measured: the live set back; what the rings still
+     * hold main frees once every thread has stopped sending */
     for (unsigned j = 0; j < LIVE; j++)
         m_free(live[j]);
     free(live);
-    return NULL;
+    return (void *)(intptr_t)(i + 1);
 }
 
 static double run_server(int n)
 {
     nthreads = n;
-    steps = quick ? 20000 : 10000000 / n * 2;   /* ~0.4 s: steady state, not start-up */
+    /* 0.3 s: steady state, not start-up (a slab's worth of warm-up is a
+     * few ms); --quick, 20 ms */
+    uint64_t span = quick ? 20000000ull : 300000000ull;
     rings = aligned_alloc(64, sizeof *rings * (size_t)n);
     memset(rings, 0, sizeof *rings * (size_t)n);
-    atomic_store(&done_threads, 0);
+    atomic_store(&stop, false);
+    pthread_barrier_init(&start, NULL, (unsigned)n + 1);
     pthread_t *t = malloc(sizeof *t * (size_t)n);
-    uint64_t t0 = now_ns();
     for (int i = 0; i < n; i++)
         pthread_create(&t[i], NULL, server_thread, (void *)(intptr_t)i);
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
+    pthread_barrier_wait(&start);
+    uint64_t t0 = now_ns();
+    struct timespec ts = { (time_t)(span / 1000000000u), (long)(span % 1000000000u) };
+    while (nanosleep(&ts, &ts))
+        ;
+    atomic_store_explicit(&stop, true, memory_order_relaxed);
     double s = (double)(now_ns() - t0) / 1e9;
+    long total = 0;
+    for (int i = 0; i < n; i++) {
+        void *steps;
+        pthread_join(t[i], &steps);
+        total += (long)(intptr_t)steps;
+    }
+    for (int i = 0; i < n; i++)
+        drain(&rings[i]);
+    pthread_barrier_destroy(&start);
     free(t);
     free(rings);
-    return (double)steps * n / s / 1e6;
+    return (double)total / s / 1e6;
 }
 
 /* ---- pipeline ---------------------------------------------------------------- */

@@ -4,7 +4,10 @@
 # whole set is repeated THREADS_ROUNDS times (9: the 4-thread server row is
 # bimodal for every allocator, 2x between runs, and with 5 rounds a row's
 # ratio of medians and its paired ratio disagreed by up to 0.3 in one
-# report), interleaved; medians kept.  The server rows run SERVER_ROUNDS
+# report; that was while each thread ran a fixed number of steps and the
+# row timed the last to finish, the early ones spinning in sched_yield:
+# the server rows now run a fixed time, bench/threads.c), interleaved;
+# medians kept.  The server rows run SERVER_ROUNDS
 # (21): at 9 rounds their paired ratios moved by 0.1-0.2 from report to
 # report (2 threads 1.01 then 0.85 against tcmalloc), more than the
 # target's margin; a round of them is about 6 s of the section's time.
@@ -40,7 +43,7 @@ done
   echo
   echo "server N: N threads each keep 2048 live objects of random sizes 8-1000 B and replace a"
   echo "random one per step; one new object in four is handed to the next thread, which frees it"
-  echo "(M allocations/s, higher is better).  pipeline N: one producer allocates 64-byte objects,"
+  echo "(M allocations/s over a fixed 0.3 s in which every thread runs, as larson's; higher is better).  pipeline N: one producer allocates 64-byte objects,"
   echo "N-1 consumers free them (M objects/s).  idle 1000: RSS with 1000 threads alive that each"
   echo "allocated and freed one object in 8 size classes (KiB, lower is better; 64 KiB stacks)."
   echo "Median of $ROUNDS interleaved rounds ($SROUNDS for the server rows), peak RSS in MiB beside the rates; *kslab vs best*"
