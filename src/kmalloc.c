@@ -73,14 +73,16 @@ static noinline void *thread_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmall
  * (sheaf empty) or thread_miss (the per-thread mode). */
 static inline __attribute__((always_inline)) void *
 fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_miss_fn pcpu_miss,
-              kslab_alloc_miss_fn thread_miss)
+              kslab_alloc_miss_fn thread_miss, bool tag0)
 {
     long off = kslab_rseq_off;
     if (likely(off >= 0)) {                     /* kslab_percpu */
         void *x = pcpu_pop_at(s, off);
         if (unlikely(!x))
             return pcpu_miss(s, gfp, kmalloc_size);
-        if (unlikely(pcpu_tag_unclaimed(s, x)))    /* percpu.h, rule 8 */
+        /* percpu.h, rule 8; tag0: s is a kmalloc or malloc class, whose
+         * tag is at offset 0 (cache_setup), with no load of s->offset */
+        if (unlikely(pcpu_tag_unclaimed_at(x, tag0 ? 0 : s->offset)))
             return kslab_claim_failed(s, x);
         if (unlikely(gfp & __GFP_ZERO))
             return kslab_zero(s, x);
@@ -92,7 +94,13 @@ fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_
 static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache *s, gfp_t gfp,
                                                             size_t kmalloc_size)
 {
-    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc);
+    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc, false);
+}
+/* The same for the kmalloc and malloc classes: the tag at offset 0 */
+static inline __attribute__((always_inline)) void *fast_alloc_class(struct kmem_cache *s,
+                                                                  gfp_t gfp, size_t kmalloc_size)
+{
+    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc, true);
 }
 
 /* kfree's per-CPU push.  x's page is a page of a published slab of s
@@ -434,7 +442,7 @@ static noinline void *malloc_mid_split_alloc(size_t n, struct kmem_cache *class,
     /* acquire: pairs with the release that published limit after cache */
     if (n <= atomic_load_explicit(&sp->limit, memory_order_acquire))
         c = atomic_load_explicit(&sp->cache, memory_order_relaxed);
-    return fast_alloc(c, flags, n);
+    return fast_alloc_class(c, flags, n);
 }
 
 /* n's bucket (n above 1 KiB): the cache malloc(n) takes, or its class + 1
@@ -552,7 +560,7 @@ static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
     struct kmem_cache *s = kslab_malloc_class_setup(i);
     if (!s) {
         if (n <= KMALLOC_MAX_CACHE_SIZE)
-            return fast_alloc(kmalloc_caches[kmalloc_index(n)], gfp, n);
+            return fast_alloc_class(kmalloc_caches[kmalloc_index(n)], gfp, n);
         return kmalloc_large(n, gfp);
     }
     unsigned b0, b1;
@@ -569,7 +577,7 @@ static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
     malloc_mid_buckets(i, &b0, &b1);
     for (unsigned b = b0; b < b1; b++)
         atomic_store_explicit(&malloc_mid_cache[b], s, memory_order_release);
-    return fast_alloc(s, gfp, n);
+    return fast_alloc_class(s, gfp, n);
 }
 
 /* ---- kmalloc_nolock / kfree_nolock (6.18) ------------------------------------------- */
@@ -855,7 +863,7 @@ static noinline void *kmalloc_other(size_t size, gfp_t flags, uintptr_t caller)
     if (size == 0)
         return ZERO_SIZE_PTR;
     if (size <= KMALLOC_MAX_CACHE_SIZE)
-        return fast_alloc(kmalloc_cache_at(size, caller), flags, size);
+        return fast_alloc_class(kmalloc_cache_at(size, caller), flags, size);
     return kmalloc_large(size, flags);
 }
 
@@ -864,7 +872,7 @@ static noinline void *kmalloc_other(size_t size, gfp_t flags, uintptr_t caller)
 static inline void *kmalloc_at(size_t size, gfp_t flags, uintptr_t caller)
 {
     if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
-        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
+        return fast_alloc_class(kmalloc_caches[kmalloc_index(size)], flags, size);
     return kmalloc_other(size, flags, caller);
 }
 
@@ -874,7 +882,7 @@ static inline void *kmalloc_at(size_t size, gfp_t flags, uintptr_t caller)
 fastpath_fn void *kmalloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
-        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
+        return fast_alloc_class(kmalloc_caches[kmalloc_index(size)], flags, size);
     return kmalloc_other(size, flags, (uintptr_t)__builtin_return_address(0));
 }
 
@@ -934,7 +942,7 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
         }
     }
     if (size == 0)
-        return fast_alloc(malloc_small(16), flags, 16);
+        return fast_alloc_class(malloc_small(16), flags, 16);
     return kmalloc_large(size, flags | KSLAB_GFP_MALLOC);
 }
 
@@ -947,7 +955,7 @@ static inline __attribute__((always_inline)) void *malloc_classes(size_t size, g
         uintptr_t c = malloc_mid_bucket(size);
         if (unlikely(c & 1))
             return malloc_mid_split_alloc(size, (struct kmem_cache *)(c - 1), flags);
-        return fast_alloc((struct kmem_cache *)c, flags, size);
+        return fast_alloc_class((struct kmem_cache *)c, flags, size);
     }
     return kslab_malloc_large(size, flags);
 }
