@@ -80,8 +80,7 @@ fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_
         void *x = pcpu_pop_at(s, off);
         if (unlikely(!x))
             return pcpu_miss(s, gfp, kmalloc_size);
-        /* percpu.h, rule 8; tag0: s is a kmalloc or malloc class, whose
-         * tag is at offset 0 (cache_setup), with no load of s->offset */
+        /* percpu.h, rule 8; tag0: fast_alloc_class */
         if (unlikely(pcpu_tag_unclaimed_at(x, tag0 ? 0 : s->offset)))
             return kslab_claim_failed(s, x);
         if (unlikely(gfp & __GFP_ZERO))
@@ -96,7 +95,9 @@ static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache 
 {
     return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc, false);
 }
-/* The same for the kmalloc and malloc classes: the tag at offset 0 */
+/* The same for the kmalloc and malloc classes, whose free tag is at
+ * offset 0 (cache_setup gives any class whose layout put it elsewhere no
+ * sheaves, so no pop of it succeeds): no load of s->offset. */
 static inline __attribute__((always_inline)) void *fast_alloc_class(struct kmem_cache *s,
                                                                   gfp_t gfp, size_t kmalloc_size)
 {
@@ -250,9 +251,10 @@ static struct kmem_cache *_Atomic malloc_small_cache[64] = {
  * cache's line and of s->pcpu between (rdtsc, random sizes 8-1000 B, 2048
  * live, one thread: 43.2 -> 42.6 cycles a free+malloc step).  pcpu_none
  * (every pop misses, to the slow path with the cache from the table
- * above) until the class has its array, and for a class whose free tag is
- * not at offset 0 (malloc's pop claims it there).  Set under
- * kslab_pcpu_lock, after the entry above names the class. */
+ * above) until the class has its array.  malloc's pop claims the free
+ * tag at offset 0, where every class has it or has no sheaves (the one
+ * guard, in cache_setup).  Set under kslab_pcpu_lock, after the entry
+ * above names the class. */
 static struct pcpu_sheaf *_Atomic malloc_small_pcpu[64] = {
     [0 ... 63] = pcpu_none
 };
@@ -269,12 +271,12 @@ static inline struct kmem_cache *malloc_small(size_t size)
     return malloc_small_at((size - 1) >> 4);
 }
 /* Name s's array in malloc_small_pcpu where malloc_small_cache names s,
- * if s has one and its tag is at offset 0 (kslab_pcpu_lock held): when
- * pcpu_create has made the array, and when malloc_unset_alloc names s. */
+ * if s has one (kslab_pcpu_lock held): when pcpu_create has made the
+ * array, and when malloc_unset_alloc names s. */
 void kslab_malloc_pcpu_published(struct kmem_cache *s)
 {
     struct pcpu_sheaf *base = pcpu_base(s);
-    if (base == pcpu_none || s->offset != 0)
+    if (base == pcpu_none)
         return;
     for (size_t k = 0; k < 64; k++)
         if (atomic_load_explicit(&malloc_small_cache[k], memory_order_relaxed) == s)

@@ -250,8 +250,9 @@ static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
      * its pop has committed. */
     bool bad;
     /* (x, offset) addressed in the instruction: no add for the address;
-     * malloc's classes (offset 0, a constant there) address x alone, with
-     * no register zeroed for the offset (one instruction a pop) */
+     * the kmalloc and malloc classes (offset 0, a constant there) address
+     * x alone, with no register zeroed for the offset (one instruction a
+     * pop) */
     if (__builtin_constant_p(offset) && offset == 0)
         __asm__ __volatile__("xorq %[t], (%[x])"
                              : "=@ccnz"(bad)

@@ -444,9 +444,10 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
     if (s->sheaf_req && s->pcpu_cap)
         s->pcpu_cap = (uint8_t)(s->sheaf_req < PCPU_CAP_MAX ? s->sheaf_req : PCPU_CAP_MAX);
     /* The kmalloc and malloc classes' pops claim the free tag at offset 0
-     * with no load of s->offset (kmalloc.c, fast_alloc_class): a cache
-     * with no constructor, not RCU and no freeptr_offset has its word
-     * there in every back-end's layout, or here gets no sheaves. */
+     * with no load of s->offset (kmalloc.c: fast_alloc_class, and malloc's
+     * small table): a cache with no constructor, not RCU and no
+     * freeptr_offset has its word there in every back-end's layout, or
+     * here gets no sheaves.  The one guard of that rule. */
     if (!ctor && !(flags & SLAB_TYPESAFE_BY_RCU) && s->freeptr_req == FREEPTR_NONE && s->offset)
         s->pcpu_cap = 0;
     s->magic = CACHE_LIVE;
