@@ -40,6 +40,7 @@ static uint64_t publish_interval_ns = 100 * 1000000ull;
 static _Atomic uint64_t publish_next;   /* coarse-clock ns of the next snapshot */
 static atomic_int publish_pid;          /* the process publish_next was set for (0: none yet) */
 uint64_t kslab_publish_next_tsc = UINT64_MAX;  /* slab_common.h: the cheap gate */
+__thread uint8_t kslab_publish_skip __attribute__((tls_model("initial-exec")));
 static uint64_t tsc0, ns0;              /* the counter's rate: ticks since ns0 */
 static atomic_flag publish_busy = ATOMIC_FLAG_INIT;
 static __thread bool publishing;
