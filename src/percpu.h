@@ -469,7 +469,13 @@ miss:
  * a slab's first object, an object's start?  obj_index (slab_common.h)
  * from the entry's copy of the geometry: the index (v * inv rotated right
  * by shift) below objects; to `fail` if not.  Both the kfree push and the
- * hinted push test this way. */
+ * hinted push test this way.  Tried instead: the low shift bits tested
+ * clear, then the product alone against objects << shift (exact too, no
+ * rotate by cl): the same instruction count with a second branch, and
+ * not faster (rdtsc, fastest of 21 interleaved runs twice: random sizes
+ * 8-1000 B, 2048 live 15.73 / 16.06 against 15.59 / 15.66 cycles; the
+ * kmem_cache pair 9.04 / 8.74 against 8.78 / 8.70).  test_death's sweep
+ * fails if either half of the test goes. */
 #define PCPU_OBJECT_AT(fail)                                                  \
     "imulq " PCPU_STR(PCPU_INV_OFF) "(%[e]), %[v]\n\t"                     \
     "movl " PCPU_STR(PCPU_GSHIFT_OFF) "(%[e]), %%ecx\n\t"                  \

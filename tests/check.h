@@ -43,10 +43,17 @@ static inline int check_done(void)
 static inline int run_child(void (*fn)(void *), void *arg, char *buf, size_t n, int *sig)
 {
     int p[2];
+    *sig = 0;
+    buf[0] = 0;
     if (pipe(p))
         return -1;
     fflush(NULL);
     pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
     if (pid == 0) {
         dup2(p[1], 2);
         close(p[0]);

@@ -60,6 +60,71 @@ static void hint_interior(void *a)
     kmem_cache_free(c, p);
     kmem_cache_free(c, q + 40);
 }
+/* Every multiple of 8 inside an object of a cache whose size has an odd
+ * factor (48 = 3 * 16, 320 = 5 * 64): the per-CPU pushes' object test
+ * (percpu.h, PCPU_OBJECT_AT) must send each to the slow path, which
+ * reports it -- offsets that are multiples of the odd factor (24 of 48:
+ * the product alone gives index 8) and multiples of the power of two (16
+ * of 48) alike.  The object is the first of its slab, where an index from
+ * a wrong test is smallest (freelists are shuffled: any other object
+ * would catch a wrong test only by chance): the lowest of a run of
+ * objects-per-slab objects spaced one size apart, which neither size lets
+ * cross from one slab into the next (their slabs leave a tail).  door 0:
+ * kmem_cache_free after a free that set the CPU's hint (rule 6) to that
+ * slab; 1: kfree (rule 9). */
+struct sweep { unsigned size, off, door; };
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+static void sweep_interior(void *a)
+{
+    const struct sweep *w = a;
+    char name[32];
+    snprintf(name, sizeof name, "sweep_%u", w->size);
+    struct kmem_cache *c = kmem_cache_create(name, w->size, 0, SLAB_NO_MERGE, NULL);
+    warm(c);
+    static char *o[4096];
+    struct kslab_stats st;
+    o[0] = kmem_cache_alloc(c, GFP_KERNEL);
+    kslab_cache_stats(c, &st);
+    size_t per = st.num_slabs ? st.num_objs / st.num_slabs : 1, n = 4 * per + 1, i = 0;
+    if (n > 4096)
+        n = 4096;
+    for (size_t k = 1; k < n; k++)
+        o[k] = kmem_cache_alloc(c, GFP_KERNEL);
+    qsort(o, n, sizeof o[0], by_address);
+    if (strcmp(kslab_allocator_name(), "slob") != 0) {  /* slob: no slabs */
+        while (i + per <= n && (size_t)(o[i + per - 1] - o[i]) != (per - 1) * w->size)
+            i++;
+        if (i + per > n) {
+            fprintf(stderr, "sweep_interior: no full slab of %s\n", name);
+            exit(3);
+        }
+    }
+    char *q = o[i], *p = o[i + 1];
+    if (w->door == 0) {
+        kmem_cache_free(c, p);
+        kmem_cache_free(c, q + w->off);
+    } else {
+        kfree(p);
+        kfree(q + w->off);
+    }
+}
+static void sweep_all(void)
+{
+    static const unsigned sizes[] = { 48, 320 };
+    for (unsigned i = 0; i < 2; i++)
+        for (unsigned door = 0; door < 2; door++)
+            for (unsigned off = 8; off < sizes[i]; off += 8) {
+                struct sweep w = { sizes[i], off, door };
+                char who[64];
+                snprintf(who, sizeof who, "%s(sweep_%u)", door ? "kfree" : "kmem_cache_free",
+                         sizes[i]);
+                CHECK_DEATH(sweep_interior, &w, who, "is inside object", "not at its start");
+            }
+}
 /* A slab is given back (shrink) and its page becomes a slab of another
  * cache of the same geometry (x_y: "hint_x", "hint_y").  p is freed with
  * kmem_cache_free (rule 6: its slab becomes the CPU's hint, which must not
@@ -377,6 +442,7 @@ int main(int argc, char **argv)
     CHECK_DEATH(hint_released_slab, NULL, "kmem_cache_free(hint_x): object 0x",
                 "belongs to cache hint_y, not hint_x");
     CHECK_DEATH(kfree_interior, NULL, "kfree(kmalloc-128)", "is inside object", "not at its start");
+    sweep_all();
     if (strcmp(kslab_allocator_name(), "slab") == 0) {
         CHECK_DEATH(colour_gap, "kfree", "kfree(colour_obj)", "pointer 0x");
         CHECK_DEATH(colour_gap, NULL, "kmem_cache_free(colour_obj)", "pointer 0x");
