@@ -636,6 +636,9 @@ void kfree_nolock(const void *p)
     if (kslab_percpu && a < (1ul << 47) && arena_bit(a)) {
         uint64_t e = addr_pmap(a);         /* kfree_in's lookup, with no slow path */
         if (e & PMAP_BASE) {
+            if (pcpu_kfree_push0(e, x))
+                return;
+        } else if (e & PMAP_BASE_COL) {
             if (pcpu_kfree_push(pmap_ptr(e), pmap_colour(e), x))
                 return;
         } else {
@@ -1227,15 +1230,23 @@ static inline __attribute__((always_inline)) void kfree_in(const void *x, bool f
         e = addr_pmap(a);
     }
     if (likely(e & PMAP_BASE)) {      /* (tested first: 0 has it clear) */
-        /* a page of a published slab of a cache whose sheaf array is base
-         * (percpu.h, rule 9; the per-CPU mode's alone) */
-        if (likely(pcpu_kfree_push(pmap_ptr(e), pmap_colour(e), (void *)x)))
+        /* a page of a published slab of a cache whose sheaf array is
+         * e - 1, colour 0, tag at offset 0 (pages.h; percpu.h, rule 9;
+         * the per-CPU mode's alone) */
+        if (likely(pcpu_kfree_push0(e, (void *)x)))
             return;
         kfree_to_backend(pcpu_hdr_of(pmap_ptr(e))->s, x);
         return;
     }
     if (unlikely(!e)) {
         kfree_unmapped(x);          /* a large block, a new slab, or a bad pointer */
+        return;
+    }
+    if (e & PMAP_BASE_COL) {
+        /* the same with the slab's colour and the cache's tag offset */
+        if (likely(pcpu_kfree_push(pmap_ptr(e), pmap_colour(e), (void *)x)))
+            return;
+        kfree_to_backend(pcpu_hdr_of(pmap_ptr(e))->s, x);
         return;
     }
     /* a page of a published slab of s */

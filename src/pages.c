@@ -644,7 +644,8 @@ static void gmap_set(struct slab *b, unsigned order, uint64_t e)
 }
 
 /* Slab head's map words: its cache's sheaf array where the cache has one
- * (percpu.h, rule 9), else the cache; with the slab's colour. */
+ * (percpu.h, rule 9; pages.h: alone where the colour and the tag offset
+ * are 0), else the cache with the slab's colour. */
 static void map_write(struct slab *head)
 {
     struct arena *a = slab_arena(head);
@@ -653,8 +654,10 @@ static void map_write(struct slab *head)
     /* acquire: the array's header and caps before its address goes where
      * a free may load it (pairs with pcpu_create's release) */
     struct pcpu_sheaf *base = __atomic_load_n(&s->pcpu, __ATOMIC_ACQUIRE);
-    uint64_t e = pcpu_cache(s) && base != pcpu_none ? pmap_entry_base(base, head->pg_colour)
-                                                    : pmap_entry(s, head->pg_colour);
+    uint64_t e = pcpu_cache(s) && base != pcpu_none
+                         ? pmap_entry_base(base, head->pg_colour,
+                                           head->pg_colour == 0 && s->offset == 0)
+                         : pmap_entry(s, head->pg_colour);
     /* release (a plain store on x86): the array's header, read by a free
      * that finds base here, happened before (it was read with acquire
      * above); pairs with zone_entry's and addr_pmap's acquire */

@@ -158,16 +158,27 @@ static inline uint64_t pmap_entry(const struct kmem_cache *s, uint32_t colour)
 {
     return (uint64_t)(uintptr_t)s | ((uint64_t)colour << PMAP_COLOUR_SHIFT);
 }
-/* ... or, PMAP_BASE set, the cache's sheaf array in its place (percpu.h,
- * rule 9; arrays and caches are 64-byte aligned, so bit 0 is free) */
+/* ... or the cache's sheaf array in its place (percpu.h, rule 9; arrays
+ * and caches are 64-byte aligned, so bits 0 and 1 are free), in one of two
+ * forms.  PMAP_BASE: the array alone, base + 1, for a slab whose first
+ * object is at its start (colour 0) of a cache whose free tag is at
+ * offset 0 -- every slab of SLUB's caches without a constructor or RCU,
+ * the kmalloc and malloc classes among them -- so kfree pushes with
+ * neither a colour to subtract nor a tag offset to load.  PMAP_BASE_COL:
+ * the array with the slab's colour, for the rest (SLAB's coloured slabs,
+ * caches whose tag word is elsewhere), whose push loads both. */
 #define PMAP_BASE 1ull
-static inline uint64_t pmap_entry_base(const void *base, uint32_t colour)
+#define PMAP_BASE_COL 2ull
+static inline uint64_t pmap_entry_base(const void *base, uint32_t colour, bool plain)
 {
-    return (uint64_t)(uintptr_t)base | PMAP_BASE | ((uint64_t)colour << PMAP_COLOUR_SHIFT);
+    return plain ? (uint64_t)(uintptr_t)base | PMAP_BASE
+                 : (uint64_t)(uintptr_t)base | PMAP_BASE_COL |
+                           ((uint64_t)colour << PMAP_COLOUR_SHIFT);
 }
-static inline void *pmap_ptr(uint64_t e)
+static inline void *pmap_ptr(uint64_t e)    /* either form */
 {
-    return (void *)(uintptr_t)(e & ((1ull << PMAP_COLOUR_SHIFT) - 1) & ~PMAP_BASE);
+    return (void *)(uintptr_t)(e & ((1ull << PMAP_COLOUR_SHIFT) - 1) &
+                               ~(PMAP_BASE | PMAP_BASE_COL));
 }
 static inline struct kmem_cache *pmap_cache(uint64_t e)   /* PMAP_BASE clear */
 {

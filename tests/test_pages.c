@@ -701,10 +701,14 @@ static void test_map_names_array(void)
         uint64_t e = addr_pmap((uintptr_t)o[i]);
         struct slab *d = addr_desc((uintptr_t)o[i]);
         const struct slab *head = d - ((uintptr_t)o[i] - ((uintptr_t)o[i] & c->slab_mask)) / PAGE_SIZE;
-        bool ok = (e & PMAP_BASE) ? pmap_ptr(e) == b : pmap_cache(e) == c;
+        /* SLUB, no constructor: colour 0 and the tag at 0, so the array
+         * alone (PMAP_BASE), never the form with a colour */
+        bool ok = !(e & PMAP_BASE_COL) &&
+                  ((e & PMAP_BASE) ? pmap_ptr(e) == b && e == ((uint64_t)(uintptr_t)b | 1)
+                                   : pmap_cache(e) == c && pmap_colour(e) == head->pg_colour);
         based += !!(e & PMAP_BASE);
-        if (!ok || pmap_colour(e) != head->pg_colour) {
-            CHECK(!"every word names the array or the cache, with its slab's colour");
+        if (!ok) {
+            CHECK(!"every word names the array alone, or the cache with its slab's colour");
             break;
         }
     }
@@ -750,6 +754,53 @@ static void test_map_names_array(void)
     }
 }
 
+/* A cache whose free tag is not at offset 0 (a constructor keeps the
+ * object's contents, so the tag word is after it): its words name the
+ * array in the form with a colour and kfree's push loads the tag offset
+ * (PMAP_BASE_COL, pages.h); kfree then leaves every object as the
+ * constructor made it, and they come back so. */
+static void map_col_ctor(void *p)
+{
+    memset(p, 0x5a, 48);
+}
+static void test_map_col(void)
+{
+    if (!kslab_percpu || strcmp(kslab_allocator_name(), "slub") != 0)
+        return;
+    enum { N = 2000 };
+    static unsigned char *o[N];
+    struct kmem_cache *c = kmem_cache_create("mapcol", 48, 0, SLAB_NO_MERGE, map_col_ctor);
+    CHECK(c != NULL && c->offset >= 48);
+    for (int i = 0; i < N; i++)
+        CHECK((o[i] = kmem_cache_alloc(c, GFP_KERNEL)) != NULL);
+    struct pcpu_sheaf *b = pcpu_base(c);
+    CHECK(b != pcpu_none);
+    for (int i = 0; i < N; i += 2)
+        kfree(o[i]);                    /* rewrites the early slabs' words too */
+    int col = 0;
+    for (int i = 1; i < N; i += 2) {    /* their slabs live on */
+        uint64_t e = addr_pmap((uintptr_t)o[i]);
+        col += (e & PMAP_BASE_COL) && !(e & PMAP_BASE) && pmap_ptr(e) == b &&
+               pmap_colour(e) == 0;
+    }
+    CHECK_EQ(col, N / 2);
+    for (int i = 1; i < N; i += 2)
+        kfree(o[i]);
+    for (int i = 0; i < N; i++) {
+        o[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        bool intact = o[i] != NULL;
+        for (int k = 0; intact && k < 48; k++)
+            intact = o[i][k] == 0x5a;
+        if (!intact) {
+            CHECK(!"an object freed by kfree came back as its constructor left it");
+            break;
+        }
+    }
+    for (int i = 0; i < N; i++)
+        kmem_cache_free(c, o[i]);
+    kmem_cache_destroy(c);
+}
+
 int main(void)
 {
     kslab_allocator_name();   /* initialise */
@@ -770,5 +821,6 @@ int main(void)
     test_granule_map();
     test_sheaf_colour();
     test_map_names_array();
+    test_map_col();
     return check_done();
 }
