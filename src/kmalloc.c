@@ -1211,7 +1211,7 @@ static inline __attribute__((always_inline)) void kfree_in(const void *x, bool f
 {
     uintptr_t a = (uintptr_t)x;
     uint64_t e;
-    if (!zone_entry(a, &e)) {
+    if (!zone_entry(a, &e, from_free)) {
         /* one compare for NULL, ZERO_SIZE_PTR and anything at or above
          * 2^47; free()'s small values other than NULL are pointers malloc
          * never gave (malloc.c), kfree's are the kernel's no-ops */
