@@ -767,39 +767,49 @@ static void test_map_names_array(void)
     }
 }
 
-/* A cache whose free tag is not at offset 0 (a constructor keeps the
- * object's contents, so the tag word is after it): its words name the
- * array in the form with a colour and kfree's push loads the tag offset
- * (PMAP_BASE_COL, pages.h); kfree then leaves every object as the
- * constructor made it, and they come back so. */
+/* The two forms of a word naming a sheaf array (pages.h): the array alone
+ * (PMAP_BASE) exactly where the slab's colour and the cache's tag offset
+ * are 0, else the array with the colour (PMAP_BASE_COL), whose kfree push
+ * loads both.  A constructor keeps the object's contents, so its cache's
+ * tag word is after the object: the second form on every slab, and kfree
+ * leaves every object as the constructor made it.  SLAB colours its slabs
+ * (test_pages.slab): the second form on the coloured ones. */
 static void map_col_ctor(void *p)
 {
     memset(p, 0x5a, 48);
 }
-static void test_map_col(void)
+static void map_forms(const char *name, unsigned size, void (*ctor)(void *))
 {
-    if (!kslab_percpu || strcmp(kslab_allocator_name(), "slub") != 0)
-        return;
     enum { N = 2000 };
     static unsigned char *o[N];
-    struct kmem_cache *c = kmem_cache_create("mapcol", 48, 0, SLAB_NO_MERGE, map_col_ctor);
-    CHECK(c != NULL && c->offset >= 48);
+    struct kmem_cache *c = kmem_cache_create(name, size, 0, SLAB_NO_MERGE, ctor);
+    CHECK(c != NULL && (!ctor || c->offset >= size));
     for (int i = 0; i < N; i++)
         CHECK((o[i] = kmem_cache_alloc(c, GFP_KERNEL)) != NULL);
     struct pcpu_sheaf *b = pcpu_base(c);
     CHECK(b != pcpu_none);
     for (int i = 0; i < N; i += 2)
         kfree(o[i]);                    /* rewrites the early slabs' words too */
-    int col = 0;
+    int right = 0, plain = 0;
     for (int i = 1; i < N; i += 2) {    /* their slabs live on */
         uint64_t e = addr_pmap((uintptr_t)o[i]);
-        col += (e & PMAP_BASE_COL) && !(e & PMAP_BASE) && pmap_ptr(e) == b &&
-               pmap_colour(e) == 0;
+        struct slab *d = addr_desc((uintptr_t)o[i]);
+        bool want_plain = d->pg_colour == 0 && c->offset == 0;
+        right += want_plain ? e == ((uint64_t)(uintptr_t)b | PMAP_BASE)
+                            : (e & PMAP_BASE_COL) && !(e & PMAP_BASE) && pmap_ptr(e) == b &&
+                                      pmap_colour(e) == d->pg_colour;
+        plain += want_plain;
     }
-    CHECK_EQ(col, N / 2);
+    CHECK_EQ(right, N / 2);
+    if (ctor)
+        CHECK_EQ(plain, 0);
+    else if (strcmp(kslab_allocator_name(), "slub") == 0)
+        CHECK_EQ(plain, N / 2);
+    else                                /* SLAB: 200-byte objects leave room for 2 colours */
+        CHECK(plain > 0 && plain < N / 2);
     for (int i = 1; i < N; i += 2)
         kfree(o[i]);
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; ctor && i < N; i++) {
         o[i] = kmem_cache_alloc(c, GFP_KERNEL);
         bool intact = o[i] != NULL;
         for (int k = 0; intact && k < 48; k++)
@@ -809,9 +819,17 @@ static void test_map_col(void)
             break;
         }
     }
-    for (int i = 0; i < N; i++)
+    for (int i = 0; ctor && i < N; i++)
         kmem_cache_free(c, o[i]);
     kmem_cache_destroy(c);
+}
+static void test_map_col(void)
+{
+    if (!kslab_percpu || (strcmp(kslab_allocator_name(), "slub") != 0 &&
+                          strcmp(kslab_allocator_name(), "slab") != 0))
+        return;                         /* the back-ends with sheaves */
+    map_forms("mapform", 200, NULL);
+    map_forms("mapcol", 48, map_col_ctor);
 }
 
 int main(void)
