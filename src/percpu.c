@@ -30,6 +30,7 @@
  */
 #include "percpu.h"
 #include "kfence.h"
+#include <string.h>
 
 long kslab_rseq_off = -1;
 uint64_t kslab_tag_key;
@@ -50,11 +51,71 @@ static inline void slow_net_add(struct pcpu_sheaf *e, int64_t n)
 
 /* ---- the mode --------------------------------------------------------------- */
 
+#ifndef KSLAB_NO_FREE_TAG
+/* The free tag's immediates (PCPU_TAG_SITE in percpu.h): the section's
+ * bounds, from the linker; weak, so a link without a site has none. */
+extern const int32_t __start_kslab_tag_sites[] __attribute__((weak, visibility("hidden")));
+extern const int32_t __stop_kslab_tag_sites[] __attribute__((weak, visibility("hidden")));
+
+static int32_t *tag_site(const int32_t *rec)
+{
+    return (int32_t *)((uintptr_t)rec + (intptr_t)*rec);
+}
+
+/* Write key into every immediate of the sections' tag instructions; false
+ * (nothing written) if one of them does not hold the placeholder or the
+ * text cannot be made writable.  Runs before the per-CPU mode starts, so
+ * no thread runs a patched instruction while it changes. */
+static bool tag_patch(int32_t key)
+{
+    const int32_t *a = __start_kslab_tag_sites, *z = __stop_kslab_tag_sites;
+    if (!a || a == z)
+        return false;
+    int32_t *lo = tag_site(a), *hi = lo;
+    for (const int32_t *r = a; r < z; r++) {
+        int32_t *imm = tag_site(r), v;
+        memcpy(&v, imm, sizeof(v));
+        if (v != PCPU_TAG_PLACEHOLDER)
+            return false;
+        lo = imm < lo ? imm : lo;
+        hi = imm > hi ? imm : hi;
+    }
+    if (!prim_text_writable(lo, hi + 1, true))
+        return false;
+    for (const int32_t *r = a; r < z; r++)
+        memcpy(tag_site(r), &key, sizeof(key));
+    if (!prim_text_writable(lo, hi + 1, false))
+        kslab_warn("the free tag's code pages stay writable (mprotect refused)");
+    prim_sync_core();
+    return true;
+}
+#endif
+
+/* The free tag's key (rule 8, percpu.h): random, odd so never 0, whatever
+ * KSLAB_HARDENED says (it is a double-free test, not a secret only); 31
+ * random bits, as the sections' immediates are 32-bit and sign-extended.
+ * Where the immediates cannot be patched it stays the placeholder they
+ * hold. */
+static void tag_init(void)
+{
+    int32_t key = PCPU_TAG_PLACEHOLDER;
+#ifndef KSLAB_NO_FREE_TAG
+    int32_t want = (int32_t)(uint32_t)(kslab_random64() | 1);
+#ifndef KSLAB_FAKE_CPU
+    /* (the fake-CPU build runs under valgrind, which does not look for
+     * changes in code read from a file: it keeps the placeholder) */
+    if (tag_patch(want))
+        key = want;
+#else
+    (void)want;
+    (void)tag_patch;
+#endif
+#endif
+    kslab_tag_key = (uint64_t)(int64_t)key;
+}
+
 void kslab_percpu_init(void)
 {
-    /* the free tag's key (rule 8): random, odd so never 0, whatever
-     * KSLAB_HARDENED says (it is a double-free test, not a secret only) */
-    kslab_tag_key = kslab_random64() | 1;
     int want = kslab_env_bool("KSLAB_PERCPU", -1);
     /* init_on_alloc/free: the per-thread mode (slab_common.h) */
     bool off = want == 0 || kslab_init_on_alloc || kslab_init_on_free;
@@ -62,6 +123,7 @@ void kslab_percpu_init(void)
     long off_rseq = off ? -1 : prim_rseq_offset();
     nr_cpus = prim_possible_cpus();
     if (off_rseq >= 0 && nr_cpus <= PCPU_MAX_CPUS && prim_rseq_fence_init()) {
+        tag_init();                 /* before any section runs */
         kslab_rseq_off = off_rseq;
         return;
     }

@@ -87,6 +87,14 @@ long prim_rseq_offset(void);
 unsigned prim_possible_cpus(void);
 bool prim_rseq_fence_init(void);
 void prim_rseq_fence(unsigned cpu);
+/* Code patching (the free tag's immediates, percpu.c): make the pages of
+ * [lo, hi) writable as well as executable (writable) or executable only
+ * again; false if the system refuses (W^X policies).  prim_sync_core: every
+ * thread of the process serializes its instruction stream before it next
+ * runs (membarrier SYNC_CORE, where the kernel has it), so none can run
+ * instructions it fetched before a patch. */
+bool prim_text_writable(void *lo, void *hi, bool writable);
+void prim_sync_core(void);
 /* Thread exit: fn(arg) runs when a thread that called prim_thread_set(arg)
  * exits (a pthread key destructor).  Registered once. */
 int prim_thread_exit_hook(void (*fn)(void *));

@@ -364,6 +364,27 @@ void prim_rseq_fence(unsigned cpu)
                  "drained safely");
 }
 
+bool prim_text_writable(void *lo, void *hi, bool writable)
+{
+    uintptr_t a = (uintptr_t)lo & ~(PAGE_SIZE - 1);
+    uintptr_t z = ((uintptr_t)hi + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+    /* executable throughout: another thread may be running other code on
+     * these pages (never the patched instructions: they run only in the
+     * per-CPU mode, which starts after the patch) */
+    return mprotect((void *)a, z - a,
+                    PROT_READ | PROT_EXEC | (writable ? PROT_WRITE : 0)) == 0;
+}
+
+void prim_sync_core(void)
+{
+    /* Registration, then the fence; either may be missing (kernels before
+     * 4.16): x86 keeps instruction fetch coherent with stores, and a thread
+     * reaches the patched code only through the mode's release (kslab_init),
+     * so the fence is the rule for cross-modified code, not a need seen. */
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
+        (void)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+}
+
 /* getpid as the bare system call: libc's getpid, first called from a
  * library loaded with lazy binding, cost the process a symbol lookup (1 700
  * instructions) for one call. */

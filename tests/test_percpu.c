@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -337,9 +338,106 @@ static void test_kfree_caches(void)
     }
 }
 
-int main(void)
+/* The free tag's key (src/percpu.h, rule 8): in the per-CPU mode it is
+ * random per process and written into every tag instruction's immediate
+ * at start-up.  Fails if the patch is skipped (the key stays the
+ * placeholder), if a site listed in kslab_tag_sites is left out (its
+ * immediate differs), if a tag instruction is not listed (a free object's
+ * word differs from the key: the push stored the placeholder), or if two
+ * processes draw the same key. */
+extern uint64_t kslab_tag_key;
+extern const int32_t __start_kslab_tag_sites[] __attribute__((weak));
+extern const int32_t __stop_kslab_tag_sites[] __attribute__((weak));
+#define TAG_PLACEHOLDER 0x5a5a5a5b
+static uint64_t key_of_child(const char *self)
 {
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        execl(self, self, "--tag-key", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[64] = "";
+    ssize_t n = read(fd[0], buf, sizeof(buf) - 1);
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    return strtoull(buf, NULL, 16);
+}
+static void test_tag_key(const char *self)
+{
+    if (strcmp(kslab_cpu_mode(), "percpu") != 0)
+        return;
+    uint64_t key = kslab_tag_key;
+    CHECK(key != (uint64_t)(int64_t)TAG_PLACEHOLDER);
+    CHECK((int64_t)key == (int64_t)(int32_t)key && (key & 1));   /* a sign-extended odd imm32 */
+    size_t sites = 0;
+    for (const int32_t *r = __start_kslab_tag_sites; r && r < __stop_kslab_tag_sites; r++) {
+        int32_t v;
+        memcpy(&v, (const char *)r + *r, sizeof(v));
+        CHECK(v == (int32_t)key);
+        sites++;
+    }
+    CHECK(sites >= 4);          /* the pushes and both claims, at the least */
+    const char *be = getenv("KSLAB_ALLOCATOR");
+    if (!be || !strcmp(be, "slub") || !strcmp(be, "slab")) {
+        /* a free object in a sheaf holds the key in its tag word (offset 0
+         * for a cache with no constructor), through each front door, and
+         * the next allocation claims it */
+        struct kmem_cache *c = kmem_cache_create("tagkey", 64, 0, SLAB_NO_MERGE, NULL);
+        CHECK(c != NULL);
+        void *warm[2][200];         /* past the slow start: the caches get sheaves */
+        for (int r = 0; r < 4; r++) {
+            for (int j = 0; j < 200; j++) {
+                warm[0][j] = kmem_cache_alloc(c, GFP_KERNEL);
+                warm[1][j] = kmalloc(64, GFP_KERNEL);
+            }
+            for (int j = 0; j < 200; j++) {
+                kmem_cache_free(c, warm[0][j]);
+                kfree(warm[1][j]);
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            uint64_t *x = i == 2 ? kmalloc(64, GFP_KERNEL) : kmem_cache_alloc(c, GFP_KERNEL);
+            CHECK(x != NULL);
+            x[0] = 0;
+            if (i == 0)
+                kmem_cache_free(c, x);
+            else
+                kfree(x);                           /* kfree of a cache object, of a kmalloc one */
+            uint64_t w;
+            memcpy(&w, x, sizeof(w));               /* a read after free: the test's own */
+            CHECK(w == key);
+            void *y = i == 2 ? kmalloc(64, GFP_KERNEL) : kmem_cache_alloc(c, GFP_KERNEL);
+            CHECK(y == x);                          /* the sheaf's top, claimed */
+            CHECK(((uint64_t *)y)[0] == 0);         /* the claim cleared it */
+            if (i == 2)
+                kfree(y);
+            else
+                kmem_cache_free(c, y);
+        }
+        kmem_cache_destroy(c);
+    }
+    uint64_t k1 = key_of_child(self), k2 = key_of_child(self);
+    CHECK(k1 != key && k2 != key && k1 != k2);
+    CHECK(k1 != (uint64_t)(int64_t)TAG_PLACEHOLDER);
+    printf("tag key: %d sites, keys of 3 processes differ\n", (int)sites);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--tag-key")) {
+        kslab_cpu_mode();                           /* kslab_init */
+        printf("%llx\n", (unsigned long long)kslab_tag_key);
+        return 0;
+    }
     test_mode();
+    test_tag_key(argv[0]);
+
     test_fast_free_multipage();
     test_migration();
     test_shrink_under_load();
