@@ -370,6 +370,9 @@ static uint64_t key_of_child(const char *self)
 }
 static void test_tag_key(const char *self)
 {
+#ifdef KSLAB_NO_FREE_TAG
+    return;                     /* the measurement build: no tag, no sites */
+#endif
     if (strcmp(kslab_cpu_mode(), "percpu") != 0)
         return;
     uint64_t key = kslab_tag_key;
