@@ -33,7 +33,9 @@
 #include <string.h>
 
 long kslab_rseq_off = -1;
-uint64_t kslab_tag_key;
+/* (the placeholder every tag immediate is assembled with, until
+ * kslab_percpu_init patches in a random key: the two agree in every mode) */
+uint64_t kslab_tag_key = PCPU_TAG_PLACEHOLDER;
 kslab_lock_t kslab_pcpu_lock = KSLAB_LOCK_INIT;
 static unsigned nr_cpus;            /* possible CPUs */
 
