@@ -53,7 +53,7 @@ static inline void slow_net_add(struct pcpu_sheaf *e, int64_t n)
 
 /* ---- the mode --------------------------------------------------------------- */
 
-#ifndef KSLAB_NO_FREE_TAG
+#ifdef PCPU_TAG_IMMEDIATE
 /* The free tag's immediates (PCPU_TAG_SITE in percpu.h): the section's
  * bounds, from the linker; weak, so a link without a site has none. */
 extern const int32_t __start_kslab_tag_sites[] __attribute__((weak, visibility("hidden")));
@@ -95,13 +95,16 @@ static bool tag_patch(int32_t key)
 
 /* The free tag's key (rule 8, percpu.h): random, odd so never 0, whatever
  * KSLAB_HARDENED says (it is a double-free test, not a secret only); 31
- * random bits, as the sections' immediates are 32-bit and sign-extended.
- * Where the immediates cannot be patched it stays the placeholder they
- * hold. */
+ * random bits where the sections carry it as an immediate (32-bit and
+ * sign-extended), and where those cannot be patched the placeholder they
+ * hold; the drop-in's, loaded from memory, 63. */
 static void tag_init(void)
 {
+#ifdef KSLAB_DROPIN
+    kslab_tag_key = kslab_random64() | 1;   /* loaded, not patched (percpu.h): 63 random bits */
+#else
     int32_t key = PCPU_TAG_PLACEHOLDER;
-#ifndef KSLAB_NO_FREE_TAG
+#ifdef PCPU_TAG_IMMEDIATE
     int32_t want = (int32_t)(uint32_t)(kslab_random64() | 1);
 #ifndef KSLAB_FAKE_CPU
     /* (the fake-CPU build runs under valgrind, which does not look for
@@ -114,6 +117,7 @@ static void tag_init(void)
 #endif
 #endif
     kslab_tag_key = (uint64_t)(int64_t)key;
+#endif
 }
 
 void kslab_percpu_init(void)

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/random.h>
+#include <sys/single_threaded.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -380,7 +381,12 @@ void prim_sync_core(void)
     /* Registration, then the fence; either may be missing (kernels before
      * 4.16): x86 keeps instruction fetch coherent with stores, and a thread
      * reaches the patched code only through the mode's release (kslab_init),
-     * so the fence is the rule for cross-modified code, not a need seen. */
+     * so the fence is the rule for cross-modified code, not a need seen.
+     * Where the process has one thread (glibc says so: kslab_init runs at
+     * the first allocation, nearly always before any thread exists) there
+     * is no other instruction stream to serialize. */
+    if (__libc_single_threaded)
+        return;
     if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0)
         (void)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
 }
