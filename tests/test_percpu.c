@@ -13,6 +13,12 @@
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <errno.h>
 #include <unistd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -431,6 +437,98 @@ static void test_tag_key(const char *self)
     printf("tag key: %d sites, keys of 3 processes differ\n", (int)sites);
 }
 
+/* The fallback: a process whose text may not be made writable (a W^X
+ * policy, here a seccomp filter refusing mprotect with both PROT_WRITE and
+ * PROT_EXEC) keeps the placeholder as its key, every immediate agreeing
+ * with it: allocations and frees through every front door go on, and a
+ * double free is still reported.  Run as a child (--tag-key-wx[-double]),
+ * the filter installed before its exec. */
+static void deny_wx_mprotect(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mprotect, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_WRITE | PROT_EXEC),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_WRITE | PROT_EXEC, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+        _exit(77);
+}
+static int tag_key_wx_child(bool twice)
+{
+    if (strcmp(kslab_cpu_mode(), "percpu") != 0)       /* kslab_init */
+        return 77;
+    struct kmem_cache *c = kmem_cache_create("tagkey_wx", 64, 0, SLAB_NO_MERGE, NULL);
+    for (int r = 0; r < 1000; r++) {
+        void *a = kmem_cache_alloc(c, GFP_KERNEL), *b = kmalloc(64, GFP_KERNEL);
+        if (!a || !b)
+            return 1;
+        kmem_cache_free(c, a);
+        kfree(b);
+    }
+    if (twice) {                    /* a, b, a: caught by the tag */
+        void *a = kmalloc(64, GFP_KERNEL), *b = kmalloc(64, GFP_KERNEL);
+        kfree(a);
+        kfree(b);
+        kfree(a);
+        kfree(kmalloc(64, GFP_KERNEL));
+        kfree(kmalloc(64, GFP_KERNEL));
+        void *x = kmalloc(64, GFP_KERNEL), *y = kmalloc(64, GFP_KERNEL), *z = kmalloc(64, GFP_KERNEL);
+        (void)x, (void)y, (void)z;
+        return 0;                   /* not reached: reported */
+    }
+    printf("%llx\n", (unsigned long long)kslab_tag_key);
+    return 0;
+}
+static void test_tag_key_wx(const char *self)
+{
+#ifdef KSLAB_NO_FREE_TAG
+    return;
+#endif
+    if (strcmp(kslab_cpu_mode(), "percpu") != 0)
+        return;
+    const char *be = getenv("KSLAB_ALLOCATOR");
+    if (be && strcmp(be, "slub") && strcmp(be, "slab"))
+        return;                     /* sheaves: SLUB and SLAB */
+    for (int twice = 0; twice < 2; twice++) {
+        int fd[2];
+        CHECK(pipe(fd) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fd[1], 1);
+            dup2(fd[1], 2);
+            deny_wx_mprotect();     /* kept across exec: before kslab's constructor */
+            execl(self, self, twice ? "--tag-key-wx-double" : "--tag-key-wx", (char *)NULL);
+            _exit(127);
+        }
+        close(fd[1]);
+        char buf[512] = "";
+        size_t n = 0;
+        ssize_t k;
+        while (n < sizeof(buf) - 1 && (k = read(fd[0], buf + n, sizeof(buf) - 1 - n)) > 0)
+            n += (size_t)k;
+        close(fd[0]);
+        int st;
+        waitpid(pid, &st, 0);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+            printf("tag key without writable text: seccomp unavailable, skipped\n");
+            return;
+        }
+        if (!twice) {
+            CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+            CHECK(strtoull(buf, NULL, 16) == (uint64_t)(int64_t)TAG_PLACEHOLDER);
+        } else {
+            CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+            CHECK(strstr(buf, "double free") != NULL);
+        }
+    }
+    printf("tag key without writable text: the placeholder, double frees still caught\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "--tag-key")) {
@@ -438,8 +536,11 @@ int main(int argc, char **argv)
         printf("%llx\n", (unsigned long long)kslab_tag_key);
         return 0;
     }
+    if (argc == 2 && !strncmp(argv[1], "--tag-key-wx", 12))
+        return tag_key_wx_child(!strcmp(argv[1], "--tag-key-wx-double"));
     test_mode();
     test_tag_key(argv[0]);
+    test_tag_key_wx(argv[0]);
 
     test_fast_free_multipage();
     test_migration();
