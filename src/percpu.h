@@ -216,8 +216,8 @@ extern long kslab_rseq_off __attribute__((visibility("hidden")));
  * The same for every object (an address-dependent tag cost the push an
  * instruction, and one leaked tag gives the key either way).
  *
- * The sections carry it as an instruction's immediate, not a load: the
- * push stores `movq $key, (x)` and the claim is `xorq $key, (x)`, one
+ * In the kernel API's libraries the sections carry it as an instruction's
+ * immediate, not a load (the drop-in: below): the push stores `movq $key, (x)` and the claim is `xorq $key, (x)`, one
  * instruction each where a key in memory takes two (x86 has no
  * memory-to-memory store or xor).  So the key is a sign-extended 32-bit
  * value (31 random bits and the low bit set), written into every such
@@ -242,10 +242,11 @@ extern uint64_t kslab_tag_key __attribute__((visibility("hidden")));
  *
  * PCPU_TAG_KEY: the key as a tag instruction's source operand;
  * PCPU_TAG_KEY_IN: the input operand that needs (appended to an asm's
- * inputs), PCPU_PUSH_KEY_IN and PCPU_PUSH_V_OUT the pushes' (an input and a
- * scratch output, where the key is loaded); PCPU_TAG_SITE, after each instruction with the immediate:
- * records the imm32 that ends it (label 55, a number no other section
- * uses) as a 32-bit offset from the record. */
+ * inputs); PCPU_PUSH_KEY_IN and PCPU_PUSH_V_OUT: the pushes' (an input and
+ * a scratch output, where the key is loaded); PCPU_TAG_SITE, after each
+ * instruction with the immediate: records the imm32 that ends it (label
+ * 55, a number no other section uses) as a 32-bit offset from the
+ * record. */
 #if defined(KSLAB_NO_FREE_TAG)
 #define PCPU_TAG_KEY_IN
 #define PCPU_PUSH_KEY_IN
@@ -330,8 +331,8 @@ static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
 /* The same off the fast paths (refills, drains, bulk calls, the nolock
  * calls): the key loaded from memory into a register, as before the
  * immediates, so that the patched instructions, and the code pages each
- * process gets its own copy of, stay with the fast paths (libkslab-malloc:
- * 11 such pages with every claim patched, 7 so).  A plain C load, xor and
+ * process gets its own copy of, stay with the fast paths (6 pages of
+ * libkslab.so; 9 with every claim patched).  A plain C load, xor and
  * store here made seed 001's bulk rows 3-7 % slower (4.41 against 4.10 ns
  * an object at 16). */
 static inline bool pcpu_tag_unclaimed(struct kmem_cache *s, void *x)
@@ -434,8 +435,8 @@ void __tsan_release(void *addr);
     "cmpq %[x], " PCPU_STR(PCPU_TOP2_OFF) "(%[e],%[t],8)\n\t"                 \
     "je " miss "\n\t"
 /* Rule 8 inside a section (x proved an object of a live slab): x's tag
- * into its word, one store of an immediate (kslab_tag_key).  A store
- * only: no wait on x's line. */
+ * into its word, one store of an immediate (the drop-in: the key loaded
+ * into the scratch v, then stored).  A store only: no wait on x's line. */
 #ifdef KSLAB_NO_FREE_TAG
 #define PCPU_PUSH_TAG ""
 #define PCPU_PUSH_TAG0 ""
