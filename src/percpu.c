@@ -70,6 +70,11 @@ static int32_t *tag_site(const int32_t *rec)
  * no thread runs a patched instruction while it changes. */
 static bool tag_patch(int32_t key)
 {
+#ifdef KSLAB_FAKE_CPU
+    /* the fake-CPU build runs under valgrind, which does not look for
+     * changes in code read from a file: it keeps the placeholder */
+    return false;
+#endif
     const int32_t *a = __start_kslab_tag_sites, *z = __stop_kslab_tag_sites;
     if (!a || a == z)
         return false;
@@ -100,24 +105,12 @@ static bool tag_patch(int32_t key)
  * hold; the drop-in's, loaded from memory, 63. */
 static void tag_init(void)
 {
-#ifdef KSLAB_DROPIN
-    kslab_tag_key = kslab_random64() | 1;   /* loaded, not patched (percpu.h): 63 random bits */
-#else
-    int32_t key = PCPU_TAG_PLACEHOLDER;
+    uint64_t key = kslab_random64() | 1;
 #ifdef PCPU_TAG_IMMEDIATE
-    int32_t want = (int32_t)(uint32_t)(kslab_random64() | 1);
-#ifndef KSLAB_FAKE_CPU
-    /* (the fake-CPU build runs under valgrind, which does not look for
-     * changes in code read from a file: it keeps the placeholder) */
-    if (tag_patch(want))
-        key = want;
-#else
-    (void)want;
-    (void)tag_patch;
+    int32_t imm = (int32_t)key;
+    key = (uint64_t)(int64_t)(tag_patch(imm) ? imm : PCPU_TAG_PLACEHOLDER);
 #endif
-#endif
-    kslab_tag_key = (uint64_t)(int64_t)key;
-#endif
+    kslab_tag_key = key;
 }
 
 void kslab_percpu_init(void)

@@ -247,13 +247,17 @@ extern uint64_t kslab_tag_key __attribute__((visibility("hidden")));
  * instruction with the immediate: records the imm32 that ends it (label
  * 55, a number no other section uses) as a 32-bit offset from the
  * record. */
+/* (the key loaded into a register: the drop-in's claims, every slow
+ * path's) */
+#define PCPU_TAG_LOADED_KEY "%[key]"
+#define PCPU_TAG_LOADED_IN , [key] "r"(kslab_tag_key)
 #if defined(KSLAB_NO_FREE_TAG)
 #define PCPU_TAG_KEY_IN
 #define PCPU_PUSH_KEY_IN
 #define PCPU_PUSH_V_OUT(v)
 #elif defined(KSLAB_DROPIN)
-#define PCPU_TAG_KEY "%[key]"
-#define PCPU_TAG_KEY_IN , [key] "r"(kslab_tag_key)
+#define PCPU_TAG_KEY PCPU_TAG_LOADED_KEY
+#define PCPU_TAG_KEY_IN PCPU_TAG_LOADED_IN
 /* (the pushes load it inside the section, into the scratch v, as before
  * the immediates: with the load hoisted before the section the random-size
  * step was 0.6-1 % slower, 18.55 against 18.44 cycles) */
@@ -296,6 +300,15 @@ static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
     *pcpu_tag_word(s, x) = kslab_tag_key;
 }
 #endif
+/* The claim's instruction: xor the key (key_src, an immediate or a
+ * register; key_in its input operand, if any; site its record, if any)
+ * into the word at addr, whose operands follow; bad: the word was not the
+ * tag (it is not 0 now). */
+#define PCPU_TAG_XOR(bad, key_src, site, key_in, addr, ...)                   \
+    __asm__ __volatile__("xorq " key_src ", " addr "\n\t" site                \
+                         : "=@ccnz"(bad)                                      \
+                         : __VA_ARGS__ key_in                                 \
+                         : "memory")
 /* The claim's test alone (fast_alloc reports by a jump to
  * kslab_claim_failed): true if x's word did not hold the tag; it now holds
  * what was there xor the tag. */
@@ -314,17 +327,10 @@ static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
      * x alone, with no register zeroed for the offset (one instruction a
      * pop) */
     if (__builtin_constant_p(offset) && offset == 0)
-        __asm__ __volatile__("xorq " PCPU_TAG_KEY ", (%[x])\n\t"
-                             PCPU_TAG_SITE
-                             : "=@ccnz"(bad)
-                             : [x] "r"(x) PCPU_TAG_KEY_IN
-                             : "memory");
+        PCPU_TAG_XOR(bad, PCPU_TAG_KEY, PCPU_TAG_SITE, PCPU_TAG_KEY_IN, "(%[x])", [x] "r"(x));
     else
-        __asm__ __volatile__("xorq " PCPU_TAG_KEY ", (%[x],%[o])\n\t"
-                             PCPU_TAG_SITE
-                             : "=@ccnz"(bad)
-                             : [x] "r"(x), [o] "r"(offset) PCPU_TAG_KEY_IN
-                             : "memory");
+        PCPU_TAG_XOR(bad, PCPU_TAG_KEY, PCPU_TAG_SITE, PCPU_TAG_KEY_IN, "(%[x],%[o])",
+                     [x] "r"(x), [o] "r"(offset));
     return bad;
 #endif
 }
@@ -341,10 +347,8 @@ static inline bool pcpu_tag_unclaimed(struct kmem_cache *s, void *x)
     return false;
 #else
     bool bad;
-    __asm__ __volatile__("xorq %[t], (%[x],%[o])"
-                         : "=@ccnz"(bad)
-                         : [t] "r"(kslab_tag_key), [x] "r"(x), [o] "r"((uintptr_t)s->offset)
-                         : "memory");
+    PCPU_TAG_XOR(bad, PCPU_TAG_LOADED_KEY, "", PCPU_TAG_LOADED_IN, "(%[x],%[o])",
+                 [x] "r"(x), [o] "r"((uintptr_t)s->offset));
     return bad;
 #endif
 }
