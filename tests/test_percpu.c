@@ -355,24 +355,33 @@ extern uint64_t kslab_tag_key;
 extern const int32_t __start_kslab_tag_sites[] __attribute__((weak));
 extern const int32_t __stop_kslab_tag_sites[] __attribute__((weak));
 #define TAG_PLACEHOLDER 0x5a5a5a5b
-static uint64_t key_of_child(const char *self)
+/* The children below are this program run again (so kslab starts afresh)
+ * with one argument: --tag-key runs pairs through every front door and
+ * prints its key, --tag-double frees a, b, a and allocates on.  deny_wx:
+ * under a filter refusing writable text (test_tag_key_wx), installed
+ * before the exec, so before kslab's constructor. */
+struct self_run {
+    const char *self, *arg;
+    bool deny_wx;
+};
+static void deny_wx_mprotect(void);
+static void exec_self(void *p)
 {
-    int fd[2];
-    CHECK(pipe(fd) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        execl(self, self, "--tag-key", (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    char buf[64] = "";
-    ssize_t n = read(fd[0], buf, sizeof(buf) - 1);
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    CHECK(n > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    return strtoull(buf, NULL, 16);
+    const struct self_run *r = p;
+    dup2(2, 1);                 /* its stdout into run_child's pipe too */
+    if (r->deny_wx)
+        deny_wx_mprotect();
+    execl(r->self, r->self, r->arg, (char *)NULL);
+    _exit(127);
+}
+/* The key a child drew, or its exit status in *st (77: seccomp missing) */
+static uint64_t key_of_child(const char *self, bool deny_wx, int *st)
+{
+    char buf[512];
+    int sig;
+    struct self_run r = { self, "--tag-key", deny_wx };
+    *st = run_child(exec_self, &r, buf, sizeof buf, &sig);
+    return *st == 0 && sig == 0 ? strtoull(buf, NULL, 16) : 0;
 }
 static void test_tag_key(const char *self)
 {
@@ -431,7 +440,9 @@ static void test_tag_key(const char *self)
         }
         kmem_cache_destroy(c);
     }
-    uint64_t k1 = key_of_child(self), k2 = key_of_child(self);
+    int st1, st2;
+    uint64_t k1 = key_of_child(self, false, &st1), k2 = key_of_child(self, false, &st2);
+    CHECK(st1 == 0 && st2 == 0);
     CHECK(k1 != key && k2 != key && k1 != k2);
     CHECK(k1 != (uint64_t)(int64_t)TAG_PLACEHOLDER);
     printf("tag key: %d sites, keys of 3 processes differ\n", (int)sites);
@@ -441,8 +452,7 @@ static void test_tag_key(const char *self)
  * policy, here a seccomp filter refusing mprotect with both PROT_WRITE and
  * PROT_EXEC) keeps the placeholder as its key, every immediate agreeing
  * with it: allocations and frees through every front door go on, and a
- * double free is still reported.  Run as a child (--tag-key-wx[-double]),
- * the filter installed before its exec. */
+ * double free is still reported. */
 static void deny_wx_mprotect(void)
 {
     struct sock_filter f[] = {
@@ -458,11 +468,10 @@ static void deny_wx_mprotect(void)
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
         _exit(77);
 }
-static int tag_key_wx_child(bool twice)
+/* The children's side (exec_self) */
+static int tag_child(bool twice)
 {
-    if (strcmp(kslab_cpu_mode(), "percpu") != 0)       /* kslab_init */
-        return 77;
-    struct kmem_cache *c = kmem_cache_create("tagkey_wx", 64, 0, SLAB_NO_MERGE, NULL);
+    struct kmem_cache *c = kmem_cache_create("tagkey_child", 64, 0, SLAB_NO_MERGE, NULL);
     for (int r = 0; r < 1000; r++) {
         void *a = kmem_cache_alloc(c, GFP_KERNEL), *b = kmalloc(64, GFP_KERNEL);
         if (!a || !b)
@@ -477,8 +486,10 @@ static int tag_key_wx_child(bool twice)
         kfree(a);
         kfree(kmalloc(64, GFP_KERNEL));
         kfree(kmalloc(64, GFP_KERNEL));
-        void *x = kmalloc(64, GFP_KERNEL), *y = kmalloc(64, GFP_KERNEL), *z = kmalloc(64, GFP_KERNEL);
-        (void)x, (void)y, (void)z;
+        for (int i = 0; i < 3; i++) {
+            void *volatile x = kmalloc(64, GFP_KERNEL);   /* the third is a again */
+            (void)x;
+        }
         return 0;                   /* not reached: reported */
     }
     printf("%llx\n", (unsigned long long)kslab_tag_key);
@@ -494,50 +505,23 @@ static void test_tag_key_wx(const char *self)
     const char *be = getenv("KSLAB_ALLOCATOR");
     if (be && strcmp(be, "slub") && strcmp(be, "slab"))
         return;                     /* sheaves: SLUB and SLAB */
-    for (int twice = 0; twice < 2; twice++) {
-        int fd[2];
-        CHECK(pipe(fd) == 0);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fd[1], 1);
-            dup2(fd[1], 2);
-            deny_wx_mprotect();     /* kept across exec: before kslab's constructor */
-            execl(self, self, twice ? "--tag-key-wx-double" : "--tag-key-wx", (char *)NULL);
-            _exit(127);
-        }
-        close(fd[1]);
-        char buf[512] = "";
-        size_t n = 0;
-        ssize_t k;
-        while (n < sizeof(buf) - 1 && (k = read(fd[0], buf + n, sizeof(buf) - 1 - n)) > 0)
-            n += (size_t)k;
-        close(fd[0]);
-        int st;
-        waitpid(pid, &st, 0);
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-            printf("tag key without writable text: seccomp unavailable, skipped\n");
-            return;
-        }
-        if (!twice) {
-            CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-            CHECK(strtoull(buf, NULL, 16) == (uint64_t)(int64_t)TAG_PLACEHOLDER);
-        } else {
-            CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
-            CHECK(strstr(buf, "double free") != NULL);
-        }
+    int st;
+    uint64_t key = key_of_child(self, true, &st);
+    if (st == 77) {
+        printf("tag key without writable text: seccomp unavailable, skipped\n");
+        return;
     }
+    CHECK(st == 0);
+    CHECK(key == (uint64_t)(int64_t)TAG_PLACEHOLDER);
+    struct self_run twice = { self, "--tag-double", true };
+    CHECK_DEATH(exec_self, &twice, "double free");
     printf("tag key without writable text: the placeholder, double frees still caught\n");
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && !strcmp(argv[1], "--tag-key")) {
-        kslab_cpu_mode();                           /* kslab_init */
-        printf("%llx\n", (unsigned long long)kslab_tag_key);
-        return 0;
-    }
-    if (argc == 2 && !strncmp(argv[1], "--tag-key-wx", 12))
-        return tag_key_wx_child(!strcmp(argv[1], "--tag-key-wx-double"));
+    if (argc == 2 && (!strcmp(argv[1], "--tag-key") || !strcmp(argv[1], "--tag-double")))
+        return tag_child(!strcmp(argv[1], "--tag-double"));
     test_mode();
     test_tag_key(argv[0]);
     test_tag_key_wx(argv[0]);
