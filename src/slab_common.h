@@ -106,6 +106,12 @@ struct kmem_cache {
     /* Per-CPU mode (percpu.h): one sheaf per possible CPU, or pcpu_none
      * (release store when created, under kslab_pcpu_lock) */
     struct pcpu_sheaf *pcpu;
+    /* The same array for kmem_cache_alloc's and kmem_cache_free's inline
+     * paths, which write and claim the free tag at offset 0 with no load
+     * of offset: pcpu where offset is 0, pcpu_none (every inline pop and
+     * push misses) where a constructor, RCU or a free pointer offset put
+     * the tag elsewhere (percpu.h, rule 10).  Set with pcpu. */
+    struct pcpu_sheaf *pcpu_tag0;
     _Atomic uint32_t pcpu_uses;   /* slow-start allocations before the sheaves */
     /* Slabs given back so far, from 1 (percpu.h, rule 6): the per-CPU
      * hints' generation.  Atomic builtins; the inline free reads it plainly. */
@@ -147,6 +153,15 @@ struct kmem_cache {
     /* ---- the back-end's own per-cache state (its *_def struct) ---- */
     _Alignas(16) unsigned char be_private[KSLAB_CACHE_PRIV];
 };
+
+/* Hardened free pointers (CONFIG_SLAB_FREELIST_HARDENED): a pointer kept in
+ * a free object is stored as fp ^ key, key = fp_key ^ bswap(where it is
+ * stored) -- SLUB's and slob-seg's freelists (slub.h), classic SLOB's list
+ * of an RCU cache's freed objects (slob.c). */
+static inline uint64_t freepointer_key(const struct kmem_cache *s, const void *slot)
+{
+    return s->fp_key ^ (__builtin_bswap64((uint64_t)(uintptr_t)slot) & s->fp_swab);
+}
 
 #define CACHE_LIVE 0x6b6d656du   /* "kmem" */
 #define CACHE_DEAD 0xdeadcac4u

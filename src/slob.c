@@ -23,7 +23,8 @@
  * double) like on the other back-ends.  Objects bigger than a page get pages
  * of their own.  A SLAB_TYPESAFE_BY_RCU cache never gives a block back to the
  * shared lists while it lives: its freed objects wait on a list of its own
- * (linked through a word after the object) and are reused only by it.
+ * (linked through a word after the object, a hardened free pointer, with
+ * their headers tagged TAG_RCU_FREE) and are reused only by it.
  *
  * Page states: on a list (has free units), full (on no list), released.
  * Lock order: slob_lock -> pages_lock (pages are freed with it dropped).
@@ -35,6 +36,7 @@
 #define PAGE_UNITS (PAGE_SIZE / UNIT)
 #define NO_NEXT 0xffffu
 #define TAG_FREE 0xf4eeu      /* even */
+#define TAG_RCU_FREE 0xf4ecu  /* even: on its RCU cache's list of freed objects */
 #define TAG_USED 0x5a0bu
 #define BREAK1 256u
 #define BREAK2 1024u
@@ -54,7 +56,7 @@ static struct slab *slob_lists[3];          /* small, medium, large (slob_lock) 
  * objects == 0 makes SLUB's inline free test miss, so kfree() comes here. */
 static struct kmem_cache slob_pages = {
     .name = "slob-pages", .objects = 0, .size = 8, .slab_mask = ~(PAGE_SIZE - 1),
-    .pcpu = pcpu_none
+    .pcpu = pcpu_none, .pcpu_tag0 = pcpu_none
 };
 
 /* Always odd, so it can never read as TAG_FREE. */
@@ -205,6 +207,32 @@ static inline void **rcu_link(struct kmem_cache *s, void *obj)
 {
     return (void **)((char *)obj + ALIGN_UP(s->object_size, UNIT));
 }
+static inline void rcu_set_next(struct kmem_cache *s, void *obj, void *next)
+{
+    void **slot = rcu_link(s, obj);
+    *slot = (void *)((uintptr_t)next ^ freepointer_key(s, slot));
+}
+/* The object after obj on s's list of RCU-freed objects (slob_lock held),
+ * checked as it is read: NULL, or a block of a shared page that s freed
+ * and has not handed out again.  A link forged by an overflow or a write
+ * after free decodes to garbage and is reported, never handed out.
+ * KSLAB_HARDENED=0 (fp_swab 0): neither encoded nor checked, as SLUB's. */
+static void *rcu_next(struct kmem_cache *s, void *obj)
+{
+    void **slot = rcu_link(s, obj);
+    void *next = (void *)((uintptr_t)*slot ^ freepointer_key(s, slot));
+    if (!next || !s->fp_swab)
+        return next;
+    struct slob_hdr *h = (struct slob_hdr *)next - 1;
+    if (!in_arena(next) || ((uintptr_t)next & (UNIT - 1)) ||
+        addr_desc((uintptr_t)next)->cache != &slob_pages ||
+        (uintptr_t)next - (uintptr_t)slab_address(addr_desc((uintptr_t)next)) < UNIT ||
+        h->tag != TAG_RCU_FREE || h->id != s->id) {
+        kslab_unlock(&slob_lock);
+        kslab_bad_freepointer(s, obj, next);
+    }
+    return next;
+}
 
 static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
 {
@@ -212,8 +240,10 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     if (s->flags & SLAB_TYPESAFE_BY_RCU) {
         kslab_lock(&slob_lock);
         void *obj = slob_c(s)->rcu_free;
-        if (obj)
-            slob_c(s)->rcu_free = *rcu_link(s, obj);
+        if (obj) {
+            slob_c(s)->rcu_free = rcu_next(s, obj);
+            ((struct slob_hdr *)obj - 1)->tag = used_tag(obj);
+        }
         kslab_unlock(&slob_lock);
         if (obj) {
             kslab_count(s, ALLOC_SLOWPATH, 1);
@@ -277,7 +307,7 @@ static struct slob_hdr *block_containing(char *page, const void *x, bool *is_fre
         if (!h->units)
             return NULL;
         if ((const char *)x < (char *)h + (size_t)h->units * UNIT) {
-            *is_free = h->tag == TAG_FREE;
+            *is_free = h->tag == TAG_FREE || h->tag == TAG_RCU_FREE;
             return h;
         }
         u += h->units;
@@ -319,14 +349,15 @@ static struct slab *big_head(struct kmem_cache *want, const void *x, const char 
 /* The header of the used block x of a shared page, validated (slob_lock
  * held; a report drops it).  freeing: a freed block's header survives
  * coalescing until its memory is handed out again, so TAG_FREE there means
- * this object was freed already. */
+ * this object was freed already; TAG_RCU_FREE, that it waits on its RCU
+ * cache's list (free a, free b, free a is reported there too). */
 static struct slob_hdr *used_block(struct kmem_cache *want, const void *x, const char *fn,
                                    char *page, bool freeing)
 {
     struct slob_hdr *h = (struct slob_hdr *)x - 1;
     if ((const char *)x - page < (ptrdiff_t)UNIT || ((uintptr_t)x & (UNIT - 1)))
         slob_bad(fn, want, (void *)x, page);
-    if (freeing && h->tag == TAG_FREE) {
+    if (freeing && (h->tag == TAG_FREE || h->tag == TAG_RCU_FREE)) {
         kslab_unlock(&slob_lock);
         kslab_double_free(kslab_cache_by_id(h->id), x);
     }
@@ -377,12 +408,10 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
                      cache_name(h->id), want->name);
     }
     if (s && (s->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0) {
-        void *top = slob_c(s)->rcu_free;
-        if (top == x) {
-            kslab_unlock(&slob_lock);
-            kslab_double_free(s, x);
-        }
-        *rcu_link(s, x) = top;        /* stays this cache's: type-safe for stale readers */
+        /* stays this cache's: type-safe for stale readers (used_block
+         * proved it a used block; its tag now says where it waits) */
+        h->tag = TAG_RCU_FREE;
+        rcu_set_next(s, x, slob_c(s)->rcu_free);
         slob_c(s)->rcu_free = x;
         kslab_unlock(&slob_lock);
         kslab_count(s, FREE_SLOWPATH, 1);
@@ -510,7 +539,21 @@ static void slob_collect_big(struct slab *sp, void *arg)
 static long slob_destroy(struct kmem_cache *s)
 {
     struct slob_walk w = { .s = s };
-    slob_c(s)->rcu_free = NULL;              /* its objects are still used blocks: freed below */
+    /* the objects on its RCU list become used blocks again, freed below
+     * (the walk bounded by the objects s has: a looping list is reported) */
+    kslab_lock(&slob_lock);
+    long left = atomic_load_explicit(&s->total_objects, memory_order_relaxed);
+    for (void *o = slob_c(s)->rcu_free, *next; o; o = next) {
+        if (left-- <= 0) {
+            kslab_unlock(&slob_lock);
+            kslab_report("the RCU free list of cache %s is longer than its objects: a loop "
+                         "(double free or a forged link)", s->name);
+        }
+        next = rcu_next(s, o);
+        ((struct slob_hdr *)o - 1)->tag = used_tag(o);
+    }
+    slob_c(s)->rcu_free = NULL;
+    kslab_unlock(&slob_lock);
     if (!atomic_load_explicit(&s->total_objects, memory_order_relaxed))
         return 0;                            /* no block carries its id: skip the walk */
     do {

@@ -49,16 +49,11 @@ int slub_shrink(struct kmem_cache *s);
 size_t slub_ksize(struct kmem_cache *s, const void *x);
 long slub_destroy(struct kmem_cache *s);
 
-/* Hardened free pointers (CONFIG_SLAB_FREELIST_HARDENED): stored as
- * fp ^ fp_key ^ bswap(where it is stored).  A pointer forged by an
- * overflow or a write after free decodes to garbage, and garbage is caught:
- * a decoded pointer must be NULL or inside the same slab (SLUB's slabs are
- * naturally aligned).  Cost: an xor, a bswap and an and to store; those, an
- * and and a compare to load. */
-static inline uint64_t freepointer_key(const struct kmem_cache *s, const void *slot)
-{
-    return s->fp_key ^ (__builtin_bswap64((uint64_t)(uintptr_t)slot) & s->fp_swab);
-}
+/* Hardened free pointers (freepointer_key, slab_common.h): a pointer
+ * forged by an overflow or a write after free decodes to garbage, and
+ * garbage is caught: a decoded pointer must be NULL or inside the same
+ * slab (SLUB's slabs are naturally aligned).  Cost: an xor, a bswap and an
+ * and to store; those, an and and a compare to load. */
 /* The stored pointer decoded, unchecked: slub_debug's walks, which check
  * and repair themselves. */
 static inline void *get_freepointer_raw(const struct kmem_cache *s, void *object)

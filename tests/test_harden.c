@@ -11,8 +11,9 @@
 
 static char target[256] __attribute__((aligned(64)));
 
-/* The back-ends that keep pointers in free objects: SLUB and slob-seg
- * (SLAB keeps index arrays in its slabs, classic SLOB unit offsets). */
+/* The back-ends whose slab freelists are pointers in free objects: SLUB
+ * and slob-seg (SLAB keeps index arrays in its slabs, classic SLOB unit
+ * offsets, and pointers only on an RCU cache's list: rcu_list_attack). */
 static bool pointer_freelists(void)
 {
     const char *be = kslab_allocator_name();
@@ -93,6 +94,30 @@ static void uaf_attack(void *arg)
             q[k] = target;
     }
     allocate_past(c, target, N);
+}
+
+/* Classic SLOB keeps a SLAB_TYPESAFE_BY_RCU cache's freed objects on a
+ * list of its own, linked through the word after each object: the same
+ * attack there, after the frees (every word of each freed block but its
+ * first, with the attacker's address, or self: a live object of the
+ * cache). */
+static void rcu_list_attack(void *self)
+{
+    struct kmem_cache *c = kmem_cache_create("harden_rcu", 64, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+    enum { N = 64 };
+    void *p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+    void *forged = self ? p[0] : (void *)target;
+    for (int i = 1; i < N; i += 2)
+        kmem_cache_free(c, p[i]);
+    for (int i = 1; i < N; i += 2) {
+        void **q = p[i];
+        __asm__("" : "+r"(q));  /* after its free on purpose */
+        for (int k = 1; k < 9; k++)
+            q[k] = forged;
+    }
+    allocate_past(c, forged, N);
 }
 
 /* kmem_cache_free_bulk(c, 3, {a, b, a}): in the per-thread mode the
@@ -276,6 +301,10 @@ int main(void)
     if (strcmp(kslab_allocator_name(), "slob") != 0 && !win && !getenv("KSLAB_RANDOM_SPAN") &&
         !getenv("KSLAB_RANDOM_STRIDE"))
         test_stride_orders();
+    if (strcmp(kslab_allocator_name(), "slob") == 0) {
+        CHECK_DEATH(rcu_list_attack, NULL, "freelist corrupted in cache harden_rcu");
+        CHECK_DEATH(rcu_list_attack, "self", "freelist corrupted in cache harden_rcu");
+    }
     if (!pointer_freelists())
         return check_done();
     CHECK_DEATH(overflow_attack, NULL, "freelist corrupted in cache harden64");
