@@ -69,19 +69,20 @@ static noinline void *thread_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmall
     return slub_alloc(s, gfp, kmalloc_size);
 }
 
-/* The inline allocation: the per-CPU pop, else a tail call to pcpu_miss
- * (sheaf empty) or thread_miss (the per-thread mode). */
+/* The inline allocation: the per-CPU pop through s->pcpu_tag0, the free
+ * tag claimed at offset 0 (percpu.h, rules 8 and 10), else a tail call to
+ * pcpu_miss (sheaf empty, or a cache whose tag is elsewhere) or
+ * thread_miss (the per-thread mode). */
 static inline __attribute__((always_inline)) void *
 fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_miss_fn pcpu_miss,
-              kslab_alloc_miss_fn thread_miss, bool tag0)
+              kslab_alloc_miss_fn thread_miss)
 {
     long off = kslab_rseq_off;
     if (likely(off >= 0)) {                     /* kslab_percpu */
-        void *x = pcpu_pop_at(s, off);
+        void *x = pcpu_pop_tag0(s, off);
         if (unlikely(!x))
             return pcpu_miss(s, gfp, kmalloc_size);
-        /* percpu.h, rule 8; tag0: fast_alloc_class */
-        if (unlikely(pcpu_tag_unclaimed_at(x, tag0 ? 0 : s->offset)))
+        if (unlikely(pcpu_tag_unclaimed_at(x, 0)))
             return kslab_claim_failed(s, x);
         if (unlikely(gfp & __GFP_ZERO))
             return kslab_zero(s, x);
@@ -93,15 +94,7 @@ fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_
 static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache *s, gfp_t gfp,
                                                             size_t kmalloc_size)
 {
-    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc, false);
-}
-/* The same for the kmalloc and malloc classes, whose free tag is at
- * offset 0 (cache_setup gives any class whose layout put it elsewhere no
- * sheaves, so no pop of it succeeds): no load of s->offset. */
-static inline __attribute__((always_inline)) void *fast_alloc_class(struct kmem_cache *s,
-                                                                  gfp_t gfp, size_t kmalloc_size)
-{
-    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc, true);
+    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc);
 }
 
 /* kfree's per-CPU push.  x's page is a page of a published slab of s
@@ -444,7 +437,7 @@ static noinline void *malloc_mid_split_alloc(size_t n, struct kmem_cache *class,
     /* acquire: pairs with the release that published limit after cache */
     if (n <= atomic_load_explicit(&sp->limit, memory_order_acquire))
         c = atomic_load_explicit(&sp->cache, memory_order_relaxed);
-    return fast_alloc_class(c, flags, n);
+    return fast_alloc(c, flags, n);
 }
 
 /* n's bucket (n above 1 KiB): the cache malloc(n) takes, or its class + 1
@@ -562,7 +555,7 @@ static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
     struct kmem_cache *s = kslab_malloc_class_setup(i);
     if (!s) {
         if (n <= KMALLOC_MAX_CACHE_SIZE)
-            return fast_alloc_class(kmalloc_caches[kmalloc_index(n)], gfp, n);
+            return fast_alloc(kmalloc_caches[kmalloc_index(n)], gfp, n);
         return kmalloc_large(n, gfp);
     }
     unsigned b0, b1;
@@ -579,7 +572,7 @@ static cold_fn noinline void *malloc_unset_alloc(gfp_t gfp, size_t n)
     malloc_mid_buckets(i, &b0, &b1);
     for (unsigned b = b0; b < b1; b++)
         atomic_store_explicit(&malloc_mid_cache[b], s, memory_order_release);
-    return fast_alloc_class(s, gfp, n);
+    return fast_alloc(s, gfp, n);
 }
 
 /* ---- kmalloc_nolock / kfree_nolock (6.18) ------------------------------------------- */
@@ -675,9 +668,29 @@ noinline void *kslab_alloc_slow(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_
     return alloc_slow(s, gfp, kmalloc_size);
 }
 
+/* kmem_cache_alloc's per-CPU miss.  A cache whose free tag is not at
+ * offset 0 (a constructor, RCU, a free pointer offset) misses every
+ * inline pop (its pcpu_tag0 is pcpu_none: percpu.h, rule 10), and pops
+ * here from its sheaves, claiming the tag at s->offset, before the slow
+ * path -- which plain caches reach as they did, by a tail call. */
+static noinline void *cache_alloc_miss(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
+{
+    if (unlikely(s->offset)) {
+        void *x = pcpu_pop(s);
+        if (likely(x)) {
+            if (unlikely(pcpu_tag_unclaimed_at(x, s->offset)))
+                return kslab_claim_failed(s, x);
+            if (unlikely(gfp & __GFP_ZERO))
+                return kslab_zero(s, x);
+            return x;
+        }
+    }
+    return kslab_alloc_slow(s, gfp, kmalloc_size);
+}
+
 fastpath_fn void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
 {
-    return fast_alloc(s, flags, 0);
+    return fast_alloc_or(s, flags, 0, cache_alloc_miss, thread_alloc);
 }
 
 /* Everything but "x is in the thread's cpu slab of s" (the inline test):
@@ -710,6 +723,23 @@ static noinline void kmem_cache_free_check(struct kmem_cache *s, void *x)
         kmem_cache_free_slow(s, x);
 }
 
+/* kmem_cache_free's per-CPU miss: a cache whose free tag is not at offset
+ * 0 misses every inline push (percpu.h, rule 10) and pushes here, the tag
+ * at s->offset; then, as for every cache, the slow path. */
+static noinline void kmem_cache_free_miss(struct kmem_cache *s, void *x)
+{
+    if (unlikely(s->offset)) {
+        enum pcpu_free_result r = pcpu_free_hinted(s, x, false);
+        if (likely(r == PCPU_FREE_PUSHED))
+            return;
+        if (r == PCPU_FREE_CHECK) {
+            kmem_cache_free_check(s, x);
+            return;
+        }
+    }
+    kmem_cache_free_slow(s, x);
+}
+
 fastpath_fn void kmem_cache_free(struct kmem_cache *s, void *x)
 {
     /* One compare for NULL and for what the inline test must not see: an
@@ -720,13 +750,14 @@ fastpath_fn void kmem_cache_free(struct kmem_cache *s, void *x)
         return;
     }
     if (likely(kslab_percpu)) {
-        enum pcpu_free_result r = pcpu_free_hinted(s, x);
+        enum pcpu_free_result r = pcpu_free_hinted(s, x, true);
         if (likely(r == PCPU_FREE_PUSHED))
             return;
-        if (r == PCPU_FREE_CHECK) {
+        if (r == PCPU_FREE_CHECK)
             kmem_cache_free_check(s, x);
-            return;
-        }
+        else
+            kmem_cache_free_miss(s, x);
+        return;
     } else if (likely(!kslab_init_on_free && slub_free_fast(s, x))) {
         return;
     }
@@ -868,7 +899,7 @@ static noinline void *kmalloc_other(size_t size, gfp_t flags, uintptr_t caller)
     if (size == 0)
         return ZERO_SIZE_PTR;
     if (size <= KMALLOC_MAX_CACHE_SIZE)
-        return fast_alloc_class(kmalloc_cache_at(size, caller), flags, size);
+        return fast_alloc(kmalloc_cache_at(size, caller), flags, size);
     return kmalloc_large(size, flags);
 }
 
@@ -877,7 +908,7 @@ static noinline void *kmalloc_other(size_t size, gfp_t flags, uintptr_t caller)
 static inline void *kmalloc_at(size_t size, gfp_t flags, uintptr_t caller)
 {
     if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
-        return fast_alloc_class(kmalloc_caches[kmalloc_index(size)], flags, size);
+        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
     return kmalloc_other(size, flags, caller);
 }
 
@@ -887,7 +918,7 @@ static inline void *kmalloc_at(size_t size, gfp_t flags, uintptr_t caller)
 fastpath_fn void *kmalloc(size_t size, gfp_t flags)
 {
     if (likely(size - 1 < __atomic_load_n(&kmalloc_fast_max, __ATOMIC_RELAXED)))
-        return fast_alloc_class(kmalloc_caches[kmalloc_index(size)], flags, size);
+        return fast_alloc(kmalloc_caches[kmalloc_index(size)], flags, size);
     return kmalloc_other(size, flags, (uintptr_t)__builtin_return_address(0));
 }
 
@@ -947,7 +978,7 @@ static noinline void *kslab_malloc_large(size_t size, gfp_t flags)
         }
     }
     if (size == 0)
-        return fast_alloc_class(malloc_small(16), flags, 16);
+        return fast_alloc(malloc_small(16), flags, 16);
     return kmalloc_large(size, flags | KSLAB_GFP_MALLOC);
 }
 
@@ -960,7 +991,7 @@ static inline __attribute__((always_inline)) void *malloc_classes(size_t size, g
         uintptr_t c = malloc_mid_bucket(size);
         if (unlikely(c & 1))
             return malloc_mid_split_alloc(size, (struct kmem_cache *)(c - 1), flags);
-        return fast_alloc_class((struct kmem_cache *)c, flags, size);
+        return fast_alloc((struct kmem_cache *)c, flags, size);
     }
     return kslab_malloc_large(size, flags);
 }

@@ -257,7 +257,8 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
 /* Arrays of nr_cpus entries come from the page layer, several to a page
  * when they are small, and are kept on a free list for the next cache when
  * a cache is destroyed (kslab_pcpu_lock). */
-static struct kmem_cache pcpu_pages = { .name = "percpu", .pcpu = pcpu_none };
+static struct kmem_cache pcpu_pages = { .name = "percpu", .pcpu = pcpu_none,
+                                        .pcpu_tag0 = pcpu_none };
 static void *free_arrays;
 
 /* Arrays are carved a cache line more than a whole multiple of the stride
@@ -331,9 +332,12 @@ static bool pcpu_create(struct kmem_cache *s)
             e->nobj = s->objects;
         }
         *(struct pcpu_hdr *)pcpu_hdr_of(a) = (struct pcpu_hdr){ .s = s };
-        /* release: the caps and the header above before the pointer a fast
-         * path may load */
+        /* release: the caps and the header above before the pointers a
+         * fast path may load; pcpu before pcpu_tag0 (rule 10), so that the
+         * slow path of an inline pop or push that found the array there
+         * finds it too (until then those miss on pcpu_none) */
         __atomic_store_n(&s->pcpu, a, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->pcpu_tag0, s->offset ? pcpu_none : a, __ATOMIC_RELEASE);
         kslab_malloc_pcpu_published(s);     /* malloc's table names a (rule 9) */
     }
     kslab_unlock(&kslab_pcpu_lock);
@@ -699,6 +703,7 @@ void kslab_pcpu_destroy(struct kmem_cache *s, bool reuse)
     atomic_fetch_add_explicit(&s->stat_total[FREE_FASTPATH], f, memory_order_relaxed);
     kslab_lock(&kslab_pcpu_lock);
     /* relaxed: nobody may use s any more (destroy's contract) */
+    __atomic_store_n(&s->pcpu_tag0, pcpu_none, __ATOMIC_RELAXED);
     __atomic_store_n(&s->pcpu, pcpu_none, __ATOMIC_RELAXED);
     if (reuse) {
         char *a = (char *)base - sizeof(struct pcpu_hdr);

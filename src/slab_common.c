@@ -412,7 +412,7 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
             s->freeptr_req = args->freeptr_offset;
         s->sheaf_req = args->sheaf_capacity;
     }
-    s->pcpu = pcpu_none;            /* per-CPU sheaves come after slow start */
+    s->pcpu = s->pcpu_tag0 = pcpu_none;     /* per-CPU sheaves come after slow start */
     s->pcpu_gen = 1;                /* never an entry's hint_gen 0: no hint yet */
     s->is_kmalloc = kmalloc;        /* before cache_init: it may pick the geometry by it */
     if (kslab_hardened) {
@@ -443,9 +443,9 @@ static int cache_setup(struct kmem_cache *s, const char *name, unsigned size, un
         return -1;
     if (s->sheaf_req && s->pcpu_cap)
         s->pcpu_cap = (uint8_t)(s->sheaf_req < PCPU_CAP_MAX ? s->sheaf_req : PCPU_CAP_MAX);
-    /* The kmalloc and malloc classes' pops claim the free tag at offset 0
-     * with no load of s->offset (kmalloc.c: fast_alloc_class, and malloc's
-     * small table): a cache with no constructor, not RCU and no
+    /* malloc's pops claim the free tag at offset 0 from the array its
+     * small table names (kmalloc.c), which is s->pcpu, not s->pcpu_tag0
+     * (percpu.h, rule 10): a cache with no constructor, not RCU and no
      * freeptr_offset has its word there in every back-end's layout, or
      * here gets no sheaves.  The one guard of that rule. */
     if (!ctor && !(flags & SLAB_TYPESAFE_BY_RCU) && s->freeptr_req == FREEPTR_NONE && s->offset)
@@ -499,7 +499,7 @@ void kslab_init(void)
      * then MALLOC_BOOT ...) */
     struct kmem_cache *unset = kslab_malloc_unset;
     memcpy(unset->name, "malloc-unset", sizeof "malloc-unset");
-    unset->pcpu = pcpu_none;
+    unset->pcpu = unset->pcpu_tag0 = pcpu_none;
     unset->id = (uint32_t)id_alloc();
     for (unsigned i = 0; i < MALLOC_CLASSES; i++)
         id_alloc();

@@ -344,6 +344,91 @@ static void test_kfree_caches(void)
     }
 }
 
+/* Caches whose free tag is not at offset 0 (src/percpu.h, rule 10): a
+ * constructor's and an RCU cache's (the tag after the object) and one
+ * with a free pointer offset (the tag at that word).  The inline pop and
+ * push write and claim the tag at offset 0, so these caches must miss
+ * them and go through the out-of-line section.  Fails if one reached the
+ * inline paths (a free would put the tag over the object's first word,
+ * which the constructor or the caller set), if their pairs stopped being
+ * served by the sheaves (the fast counts), or if a double free of one
+ * (a, b, a) went unreported. */
+#define TOFF_OBJ 64
+#define TOFF_FP 16
+static void toff_ctor(void *p)
+{
+    memset(p, 0xc5, TOFF_OBJ);
+}
+static struct kmem_cache *toff_cache(int kind)
+{
+    struct kmem_cache_args fp = { .freeptr_offset = TOFF_FP, .use_freeptr_offset = 1 };
+    if (kind == 0)
+        return kmem_cache_create("percpu_toff_ctor", TOFF_OBJ, 0, SLAB_NO_MERGE, toff_ctor);
+    if (kind == 1)
+        return kmem_cache_create("percpu_toff_rcu", TOFF_OBJ, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+    return kmem_cache_create("percpu_toff_fp", TOFF_OBJ, &fp, SLAB_TYPESAFE_BY_RCU);
+}
+/* every byte of x as the constructor (kind 0) or the last owner left it,
+ * but the free pointer word (kind 2) */
+static bool toff_kept(int kind, const unsigned char *x, unsigned char v)
+{
+    for (int i = 0; i < TOFF_OBJ; i++)
+        if (x[i] != v && !(kind == 2 && i >= TOFF_FP && i < TOFF_FP + 8))
+            return false;
+    return true;
+}
+static void toff_double(void *arg)
+{
+    struct kmem_cache *c = toff_cache(*(int *)arg);
+    for (int i = 0; i < 100; i++)       /* past slow start: the sheaves */
+        kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
+    /* (keep: SLOB's page stays, so its header reports the third free) */
+    void *volatile keep = kmem_cache_alloc(c, GFP_KERNEL);
+    void *a = kmem_cache_alloc(c, GFP_KERNEL), *b = kmem_cache_alloc(c, GFP_KERNEL);
+    (void)keep;
+    kmem_cache_free(c, a);
+    kmem_cache_free(c, b);
+    kmem_cache_free(c, a);
+    for (int i = 0; i < 3; i++) {
+        void *volatile x = kmem_cache_alloc(c, GFP_KERNEL);   /* the third is a again */
+        (void)x;
+    }
+}
+static void test_tag_offset_caches(void)
+{
+    bool sheaves = test_percpu() && (strcmp(kslab_allocator_name(), "slub") == 0 ||
+                                     strcmp(kslab_allocator_name(), "slab") == 0);
+    for (int kind = 0; kind < 3; kind++) {
+        struct kmem_cache *c = toff_cache(kind);
+        CHECK(c != NULL);
+        int bad = 0;
+        for (int r = 0; r < 2000; r++) {
+            unsigned char *x = kmem_cache_alloc(c, GFP_KERNEL);
+            if (kind == 0)
+                bad += !toff_kept(kind, x, 0xc5);
+            else
+                memset(x, r & 0xff, TOFF_OBJ);
+            kmem_cache_free(c, x);
+            if (kind) {                 /* the same object again, off the sheaf's top */
+                unsigned char *y = kmem_cache_alloc(c, GFP_KERNEL);
+                bad += y == x && !toff_kept(kind, y, r & 0xff);
+                kmem_cache_free(c, y);
+            }
+        }
+        CHECK_EQ(bad, 0);
+        struct kslab_stats st = test_stats(c);
+        if (sheaves)
+            CHECK(st.alloc_fastpath > 1900 && st.free_fastpath > 1900);
+        CHECK_EQ(st.active_objs, 0);
+        kmem_cache_destroy(c);
+#ifndef KSLAB_NO_FREE_TAG
+        /* (every back-end and mode: the free tag, or SLOB's headers and
+         * slob-seg's and the per-thread mode's own checks) */
+        CHECK_DEATH(toff_double, &kind, "double free", "object 0x");
+#endif
+    }
+}
+
 /* The free tag's key (src/percpu.h, rule 8): in the per-CPU mode it is
  * random per process and written into every tag instruction's immediate
  * at start-up.  Fails if the patch is skipped (the key stays the
@@ -531,6 +616,7 @@ int main(int argc, char **argv)
     test_shrink_under_load();
     test_thread_churn();
     test_kfree_caches();
+    test_tag_offset_caches();
     test_oom_other_cpu();
     return check_done();
 }
