@@ -377,6 +377,7 @@ static bool toff_kept(int kind, const unsigned char *x, unsigned char v)
             return false;
     return true;
 }
+#ifndef KSLAB_NO_FREE_TAG
 static void toff_double(void *arg)
 {
     struct kmem_cache *c = toff_cache(*(int *)arg);
@@ -394,6 +395,7 @@ static void toff_double(void *arg)
         (void)x;
     }
 }
+#endif
 static void test_tag_offset_caches(void)
 {
     bool sheaves = test_percpu() && (strcmp(kslab_allocator_name(), "slub") == 0 ||
