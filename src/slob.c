@@ -24,7 +24,9 @@
  * of their own.  A SLAB_TYPESAFE_BY_RCU cache never gives a block back to the
  * shared lists while it lives: its freed objects wait on a list of its own
  * (linked through a word after the object, a hardened free pointer, with
- * their headers tagged TAG_RCU_FREE) and are reused only by it.
+ * their headers tagged TAG_RCU_FREE) and are reused only by it; so do its
+ * objects on pages of their own (their head descriptors on a second list,
+ * pg_pad BIG_RCU_FREE), which it gives back only when destroyed.
  *
  * Page states: on a list (has free units), full (on no list), released.
  * Lock order: slob_lock -> pages_lock (pages are freed with it dropped).
@@ -37,6 +39,7 @@
 #define NO_NEXT 0xffffu
 #define TAG_FREE 0xf4eeu      /* even */
 #define TAG_RCU_FREE 0xf4ecu  /* even: on its RCU cache's list of freed objects */
+#define BIG_RCU_FREE 0xf4ecu  /* a big object's head pg_pad: the same (0: in use) */
 #define TAG_USED 0x5a0bu
 #define BREAK1 256u
 #define BREAK2 1024u
@@ -240,9 +243,14 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
     if (s->flags & SLAB_TYPESAFE_BY_RCU) {
         kslab_lock(&slob_lock);
         void *obj = slob_c(s)->rcu_free;
+        struct slab *big = slob_c(s)->rcu_big;
         if (obj) {
             slob_c(s)->rcu_free = rcu_next(s, obj);
             ((struct slob_hdr *)obj - 1)->tag = used_tag(obj);
+        } else if (big) {
+            slob_c(s)->rcu_big = big->next;
+            big->pg_pad = 0;
+            obj = slab_address(big);
         }
         kslab_unlock(&slob_lock);
         if (obj) {
@@ -278,6 +286,7 @@ static void *slob_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size)
             return NULL;
         sp->counters.word = 0;
         sp->counters.order = (uint8_t)order;
+        sp->pg_pad = 0;             /* in use (BIG_RCU_FREE: on its cache's list) */
         kslab_count(s, ALLOC_SLAB, 1);
         if (s->ctor)
             s->ctor(slab_address(sp));
@@ -392,6 +401,20 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
         kslab_bad_free(fn, want, x);
     if (owner != &slob_pages) {                   /* a big object's own pages */
         struct slab *head = big_head(want, x, fn, sp);
+        if ((owner->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0) {
+            /* stays this cache's, as the small ones do (below) */
+            kslab_lock(&slob_lock);
+            if (head->pg_pad == BIG_RCU_FREE) {
+                kslab_unlock(&slob_lock);
+                kslab_double_free(owner, x);
+            }
+            head->pg_pad = BIG_RCU_FREE;
+            head->next = slob_c(owner)->rcu_big;
+            slob_c(owner)->rcu_big = head;
+            kslab_unlock(&slob_lock);
+            kslab_count(owner, FREE_SLOWPATH, 1);
+            return;
+        }
         atomic_fetch_sub_explicit(&owner->total_objects, 1, memory_order_relaxed);
         kslab_count(owner, FREE_SLOWPATH, 1);
         kslab_count(owner, FREE_SLAB, 1);
@@ -553,6 +576,9 @@ static long slob_destroy(struct kmem_cache *s)
         ((struct slob_hdr *)o - 1)->tag = used_tag(o);
     }
     slob_c(s)->rcu_free = NULL;
+    for (struct slab *b = slob_c(s)->rcu_big; b; b = b->next)
+        b->pg_pad = 0;              /* (descriptors: no forged link to fear) */
+    slob_c(s)->rcu_big = NULL;
     kslab_unlock(&slob_lock);
     if (!atomic_load_explicit(&s->total_objects, memory_order_relaxed))
         return 0;                            /* no block carries its id: skip the walk */

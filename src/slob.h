@@ -9,6 +9,8 @@
 
 struct slob_cache {
     void *rcu_free;              /* freed objects of a SLAB_TYPESAFE_BY_RCU cache (slob_lock) */
+    struct slab *rcu_big;        /* the same for objects on pages of their own: their heads,
+                                    linked through ->next (slob_lock) */
 };
 _Static_assert(sizeof(struct slob_cache) <= KSLAB_CACHE_PRIV, "fits in kmem_cache");
 

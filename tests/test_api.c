@@ -784,6 +784,19 @@ static void test_big_objects(void)
     kmem_cache_destroy(c);
 }
 
+/* free x, free x, of an RCU cache's object above a page */
+static void rcu_big_double_free(void *arg)
+{
+    (void)arg;
+    struct kmem_cache *c = kmem_cache_create("rcu_big2", 8192, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+    void *keep = kmem_cache_alloc(c, GFP_KERNEL), *x = kmem_cache_alloc(c, GFP_KERNEL);
+    (void)keep;
+    kmem_cache_free(c, x);
+    kmem_cache_free(c, x);
+    (void)!kmem_cache_alloc(c, GFP_KERNEL);
+    (void)!kmem_cache_alloc(c, GFP_KERNEL);
+}
+
 static void test_rcu_cache(void)
 {
     struct kmem_cache *c = kmem_cache_create("rcu_obj", 64, 0, SLAB_TYPESAFE_BY_RCU, NULL);
@@ -802,6 +815,40 @@ static void test_rcu_cache(void)
      * contents outside the free pointer are intact */
     CHECK(((unsigned char *)objs[0])[0] == 0x77);
     kmem_cache_destroy(c);
+
+    /* Objects above a page (classic SLOB gives them pages of their own):
+     * freed, they stay this cache's too -- no other cache, no kmalloc gets
+     * their memory -- until it is destroyed. */
+    enum { NB = 8, NO = 64 };
+    struct kmem_cache *big = kmem_cache_create("rcu_big", 8192, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+    struct kmem_cache *other = kmem_cache_create("rcu_big_other", 8192, 0, SLAB_NO_MERGE, NULL);
+    void *bo[NB], *oo[NO], *ko[NO];
+    for (int i = 0; i < NB; i++)
+        bo[i] = kmem_cache_alloc(big, GFP_KERNEL);
+    for (int i = 0; i < NB; i++) {
+        memset(bo[i], 0x66, 8192);
+        kmem_cache_free(big, bo[i]);
+    }
+    kmem_cache_shrink(big);
+    int reused = 0;
+    for (int i = 0; i < NO; i++) {
+        oo[i] = kmem_cache_alloc(other, GFP_KERNEL);
+        ko[i] = kmalloc(8192, GFP_KERNEL);
+        for (int j = 0; j < NB; j++)
+            reused += oo[i] == bo[j] || ko[i] == bo[j];
+    }
+    CHECK_EQ(reused, 0);
+    CHECK(((unsigned char *)bo[NB - 1])[0] == 0x66);
+    for (int i = 0; i < NO; i++) {
+        kmem_cache_free(other, oo[i]);
+        kfree(ko[i]);
+    }
+    void *again = kmem_cache_alloc(big, GFP_KERNEL);   /* its own memory back */
+    CHECK(again != NULL);
+    kmem_cache_free(big, again);
+    kmem_cache_destroy(big);
+    kmem_cache_destroy(other);
+    CHECK_DEATH(rcu_big_double_free, NULL, "double free", "in cache rcu_big2");
 }
 
 static void test_slabinfo_and_descriptor(void)
