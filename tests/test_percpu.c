@@ -135,12 +135,19 @@ static void run_workers(int n, int migrate, long ops, int shrink)
         pthread_join(t[i], NULL);
 }
 
-static void test_migration(void)
+/* (a constructor: the cache's free tag after the object, its pops and
+ * pushes off the inline paths -- src/percpu.h, rule 10) */
+static void mig_ctor(void *p)
 {
-    cache = kmem_cache_create("percpu_mig", OBJ, 0, SLAB_NO_MERGE, NULL);
+    memset(p, 0x3c, OBJ);
+}
+static void test_migration(void (*ctor)(void *), long ops)
+{
+    cache = kmem_cache_create(ctor ? "percpu_mig_ctor" : "percpu_mig", OBJ, 0, SLAB_NO_MERGE,
+                              ctor);
     atomic_store(&errors, 0);
     atomic_store(&migrations, 0);
-    run_workers(4, 1, 200000, 0);
+    run_workers(4, 1, ops, 0);
     CHECK_EQ(atomic_load(&errors), 0);
     if (ncpus() > 1)
         CHECK(atomic_load(&migrations) > 1000);   /* the threads really moved */
@@ -614,7 +621,8 @@ int main(int argc, char **argv)
     test_tag_key_wx(argv[0]);
 
     test_fast_free_multipage();
-    test_migration();
+    test_migration(NULL, 200000);
+    test_migration(mig_ctor, 100000);
     test_shrink_under_load();
     test_thread_churn();
     test_kfree_caches();
