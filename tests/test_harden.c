@@ -75,49 +75,42 @@ static void neighbour_attack(const char *name, bool self)
 static void overflow_attack(void *arg) { neighbour_attack("harden64", false); }
 static void overlap_attack(void *arg) { neighbour_attack("harden_overlap", true); }
 
-/* The same through freed objects: written after their free, then the
- * cache allocates until a forged pointer is read. */
-static void uaf_attack(void *arg)
+/* The same through freed objects: c's first n objects allocated, the odd
+ * ones freed (the even ones stay, so their slabs stay) and the sheaves
+ * sent back to the slabs (the pointers are then in the objects); the
+ * first `words` words of each freed one written after its free with the
+ * attacker's address, or (self) with a live object of the cache; then c
+ * allocates until a forged pointer is read. */
+static _Noreturn void forge_freed(struct kmem_cache *c, int n, int words, bool self)
 {
-    struct kmem_cache *c = kmem_cache_create("harden_uaf", 64, 0, SLAB_NO_MERGE, NULL);
-    enum { N = 400 };
-    void *p[N];
-    for (int i = 0; i < N; i++)
+    enum { NMAX = 400 };
+    void *p[NMAX];
+    for (int i = 0; i < n; i++)
         p[i] = kmem_cache_alloc(c, GFP_KERNEL);
-    for (int i = 1; i < N; i += 2)  /* the even ones stay: their slabs stay */
+    void *forged = self ? p[0] : (void *)target;
+    for (int i = 1; i < n; i += 2)
         kmem_cache_free(c, p[i]);
-    kmem_cache_shrink(c);        /* sheaves back to the slabs: the pointers are in the objects */
-    for (int i = 1; i < N; i += 2) {
+    kmem_cache_shrink(c);
+    for (int i = 1; i < n; i += 2) {
         void **q = p[i];
         __asm__("" : "+r"(q));  /* after its free on purpose */
-        for (int k = 0; k < 8; k++)
-            q[k] = target;
+        for (int k = 0; k < words; k++)
+            q[k] = forged;
     }
-    allocate_past(c, target, N);
+    allocate_past(c, forged, n);
+}
+static void uaf_attack(void *arg)
+{
+    forge_freed(kmem_cache_create("harden_uaf", 64, 0, SLAB_NO_MERGE, NULL), 400, 8, false);
 }
 
 /* Classic SLOB keeps a SLAB_TYPESAFE_BY_RCU cache's freed objects on a
  * list of its own, linked through the word after each object: the same
- * attack there, after the frees (every word of each freed block but its
- * first, with the attacker's address, or self: a live object of the
- * cache). */
+ * attack there (the block's 9 words, that link's included). */
 static void rcu_list_attack(void *self)
 {
-    struct kmem_cache *c = kmem_cache_create("harden_rcu", 64, 0, SLAB_TYPESAFE_BY_RCU, NULL);
-    enum { N = 64 };
-    void *p[N];
-    for (int i = 0; i < N; i++)
-        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
-    void *forged = self ? p[0] : (void *)target;
-    for (int i = 1; i < N; i += 2)
-        kmem_cache_free(c, p[i]);
-    for (int i = 1; i < N; i += 2) {
-        void **q = p[i];
-        __asm__("" : "+r"(q));  /* after its free on purpose */
-        for (int k = 1; k < 9; k++)
-            q[k] = forged;
-    }
-    allocate_past(c, forged, N);
+    forge_freed(kmem_cache_create("harden_rcu", 64, 0, SLAB_TYPESAFE_BY_RCU, NULL), 64, 9,
+                self != NULL);
 }
 
 /* kmem_cache_free_bulk(c, 3, {a, b, a}): in the per-thread mode the
