@@ -69,6 +69,18 @@ static noinline void *thread_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmall
     return slub_alloc(s, gfp, kmalloc_size);
 }
 
+/* x, just popped from s's sheaf: its free tag claimed at toff (percpu.h,
+ * rule 8; a report if it was not there), zeroed for __GFP_ZERO. */
+static inline __attribute__((always_inline)) void *popped(struct kmem_cache *s, void *x,
+                                                        gfp_t gfp, uintptr_t toff)
+{
+    if (unlikely(pcpu_tag_unclaimed_at(x, toff)))
+        return kslab_claim_failed(s, x);
+    if (unlikely(gfp & __GFP_ZERO))
+        return kslab_zero(s, x);
+    return x;
+}
+
 /* The inline allocation: the per-CPU pop through s->pcpu_tag0, the free
  * tag claimed at offset 0 (percpu.h, rules 8 and 10), else a tail call to
  * pcpu_miss (sheaf empty, or a cache whose tag is elsewhere) or
@@ -82,11 +94,7 @@ fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_
         void *x = pcpu_pop_tag0(s, off);
         if (unlikely(!x))
             return pcpu_miss(s, gfp, kmalloc_size);
-        if (unlikely(pcpu_tag_unclaimed_at(x, 0)))
-            return kslab_claim_failed(s, x);
-        if (unlikely(gfp & __GFP_ZERO))
-            return kslab_zero(s, x);
-        return x;
+        return popped(s, x, gfp, 0);
     }
     return thread_miss(s, gfp, kmalloc_size);
 }
@@ -677,13 +685,8 @@ static noinline void *cache_alloc_miss(struct kmem_cache *s, gfp_t gfp, size_t k
 {
     if (unlikely(s->offset)) {
         void *x = pcpu_pop(s);
-        if (likely(x)) {
-            if (unlikely(pcpu_tag_unclaimed_at(x, s->offset)))
-                return kslab_claim_failed(s, x);
-            if (unlikely(gfp & __GFP_ZERO))
-                return kslab_zero(s, x);
-            return x;
-        }
+        if (likely(x))
+            return popped(s, x, gfp, s->offset);
     }
     return kslab_alloc_slow(s, gfp, kmalloc_size);
 }
