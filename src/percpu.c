@@ -257,8 +257,7 @@ unsigned pcpu_push_batch(struct kmem_cache *s, void *const *src, unsigned n,
 /* Arrays of nr_cpus entries come from the page layer, several to a page
  * when they are small, and are kept on a free list for the next cache when
  * a cache is destroyed (kslab_pcpu_lock). */
-static struct kmem_cache pcpu_pages = { .name = "percpu", .pcpu = pcpu_none,
-                                        .pcpu_tag0 = pcpu_none };
+static struct kmem_cache pcpu_pages = { .name = "percpu", PCPU_NONE_INIT };
 static void *free_arrays;
 
 /* Arrays are carved a cache line more than a whole multiple of the stride

@@ -695,13 +695,13 @@ miss:
  * array base_m (s->pcpu_tag0, or s->pcpu) if the CPU's hint vouches for it
  * (an object start of the hinted slab, no slab given back since);
  * otherwise to `check`.  tag: PCPU_PUSH_TAG0 (the word at x, rule 10) or
- * PCPU_PUSH_TAG with toff_in its [toff] operand, a comma first.  Operands:
+ * PCPU_PUSH_TAG with toff_in its operand, PCPU_TOFF_IN(offset).  Operands:
  * base as a memory operand (x86: a plain load is the acquire pcpu_base
  * gives), one register fewer, so kmem_cache_free's per-CPU path saves none
  * (its unhinted check is out of line for the same reason; the per-thread
  * mode's push, which decodes the head's successor, saves two after its
  * range test). */
-#define PCPU_PUSH_HINTED(base_m, gen_m, x, tag, toff_in, check, miss)             \
+#define PCPU_PUSH_HINTED(s, base_m, x, tag, toff_in, check, miss)                 \
     do {                                                                        \
         uintptr_t e_, w_, t_, v_, c_;                                           \
         __asm__ __volatile__ goto(PCPU_RSEQ_CS                                  \
@@ -719,11 +719,11 @@ miss:
                  : [e] "=&r"(e_), [w] "=&r"(w_), [t] "=&r"(t_), [v] "=&r"(v_),   \
                    "=&c"(c_)                                                    \
                  : [off] "r"(kslab_rseq_off), [base] "m"(base_m), [x] "r"(x),   \
-                   [gen] "m"(gen_m) toff_in PCPU_PUSH_KEY_IN                      \
+                   [gen] "m"((s)->pcpu_gen) toff_in PCPU_PUSH_KEY_IN              \
                  : "memory", "cc"                                               \
                  : miss, check);                                                \
     } while (0)
-#define PCPU_COMMA ,
+#define PCPU_TOFF_IN(offset) , [toff] "r"((uintptr_t)(offset))
 
 /* kmem_cache_free's push of x, not yet validated, when the hint (rule 6)
  * vouches for it: one range test.  tag0: through s->pcpu_tag0 with the tag
@@ -740,10 +740,9 @@ pcpu_free_hinted(struct kmem_cache *s, void *x, bool tag0)
 {
     pcpu_tsan_release(pcpu_base(s));    /* before the commit that publishes x */
     if (tag0)
-        PCPU_PUSH_HINTED(s->pcpu_tag0, s->pcpu_gen, x, PCPU_PUSH_TAG0, , check, miss);
+        PCPU_PUSH_HINTED(s, s->pcpu_tag0, x, PCPU_PUSH_TAG0, , check, miss);
     else
-        PCPU_PUSH_HINTED(s->pcpu, s->pcpu_gen, x, PCPU_PUSH_TAG,
-                         PCPU_COMMA [toff] "r"((uintptr_t)s->offset), check, miss);
+        PCPU_PUSH_HINTED(s, s->pcpu, x, PCPU_PUSH_TAG, PCPU_TOFF_IN(s->offset), check, miss);
     return PCPU_FREE_PUSHED;
 check:
     return PCPU_FREE_CHECK;
@@ -789,5 +788,7 @@ void *kslab_pcpu_top(struct kmem_cache *s);
  * (their descriptors name them, so kfree's inline path reaches them), point
  * at it: an address constant, for static initialisers too. */
 extern struct pcpu_sheaf pcpu_none[PCPU_MAX_CPUS] __attribute__((visibility("hidden")));
+/* A static struct kmem_cache's initialiser for both pointers (rule 10) */
+#define PCPU_NONE_INIT .pcpu = pcpu_none, .pcpu_tag0 = pcpu_none
 extern kslab_lock_t kslab_pcpu_lock;
 #endif

@@ -59,7 +59,7 @@ static struct slab *slob_lists[3];          /* small, medium, large (slob_lock) 
  * objects == 0 makes SLUB's inline free test miss, so kfree() comes here. */
 static struct kmem_cache slob_pages = {
     .name = "slob-pages", .objects = 0, .size = 8, .slab_mask = ~(PAGE_SIZE - 1),
-    .pcpu = pcpu_none, .pcpu_tag0 = pcpu_none
+    PCPU_NONE_INIT
 };
 
 /* Always odd, so it can never read as TAG_FREE. */

@@ -1060,8 +1060,7 @@ struct barn_sheaf {
 };
 /* Owner of the barn's pages: names no real cache (kfree of an address in
  * one is reported as not a slab object). */
-static struct kmem_cache barn_pages = { .name = "barn", .pcpu = pcpu_none,
-                                        .pcpu_tag0 = pcpu_none };
+static struct kmem_cache barn_pages = { .name = "barn", PCPU_NONE_INIT };
 
 static struct barn_sheaf *barn_sheaf_new(void)
 {
