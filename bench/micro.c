@@ -16,7 +16,6 @@ static void bench_ctor(void *p)
 {
     *(long *)p = 1;
 }
-#define CTOR_FREE(p) kmem_cache_free(cc, (p))
 #endif
 
 int main(int argc, char **argv)
@@ -78,8 +77,9 @@ int main(int argc, char **argv)
     if (!quick) {
         struct kmem_cache *cc = kmem_cache_create("bench_256_ctor", 256, 0,
                                                   SLAB_HWCACHE_ALIGN, bench_ctor);
+#define CTOR_FREE(p) kmem_cache_free(cc, (p))
         for (int w = 0; w < 32; w++)
-            kmem_cache_free(cc, kmem_cache_alloc(cc, GFP_KERNEL));
+            CTOR_FREE(kmem_cache_alloc(cc, GFP_KERNEL));
         MEASURE_PAIR("kmem_cache_alloc+free(256, ctor)", kmem_cache_alloc(cc, GFP_KERNEL),
                      CTOR_FREE);
         kmem_cache_destroy(cc);
