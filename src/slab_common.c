@@ -696,11 +696,18 @@ static void rcu_discard_now(void *arg)
     d->discard(d->s, d->slabs);
     kfree(d);
 }
+bool kslab_rcu_registered(void)
+{
+    return __atomic_load_n(&rcu_defer, __ATOMIC_ACQUIRE) != NULL;
+}
+void kslab_rcu_defer(void (*fn)(void *), void *arg)
+{
+    __atomic_load_n(&rcu_defer, __ATOMIC_ACQUIRE)(fn, arg);
+}
 void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cache *),
                       void (*discard)(struct kmem_cache *, struct slab *))
 {
-    void (*defer)(void (*)(void *), void *) = __atomic_load_n(&rcu_defer, __ATOMIC_ACQUIRE);
-    if (!defer)
+    if (!kslab_rcu_registered())
         return;
     struct rcu_discard *d = kmalloc(sizeof *d, GFP_KERNEL);
     if (!d)
@@ -712,7 +719,7 @@ void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cac
         kfree(d);
         return;
     }
-    defer(rcu_discard_now, d);
+    kslab_rcu_defer(rcu_discard_now, d);
 }
 
 void kslab_set_rcu_ops(void (*defer)(void (*fn)(void *), void *arg), void (*barrier)(void))

@@ -706,6 +706,10 @@ static inline struct slab *arena_slab_of(const void *x)
 
 void *slob_object_start(const void *x);            /* slob.c: kslab_object_start's SLOB case */
 void kslab_nolock_drain(void);                     /* kmalloc.c: kfree_nolock's deferred blocks */
+/* RCU, once libkslab-rcu registered it: whether it is, and fn(arg) after
+ * a grace period (only when it is). */
+bool kslab_rcu_registered(void);
+void kslab_rcu_defer(void (*fn)(void *), void *arg);
 /* A SLAB_TYPESAFE_BY_RCU cache's empty slabs back after a grace period
  * when RCU is registered (slab_common.c). */
 void kslab_rcu_shrink(struct kmem_cache *s, struct slab *(*take)(struct kmem_cache *),

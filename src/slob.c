@@ -26,7 +26,8 @@
  * (linked through a word after the object, a hardened free pointer, with
  * their headers tagged TAG_RCU_FREE) and are reused only by it; so do its
  * objects on pages of their own (their head descriptors on a second list,
- * pg_pad BIG_RCU_FREE), which it gives back only when destroyed.
+ * pg_pad BIG_RCU_FREE).  It gives them back when destroyed, and on
+ * kmem_cache_shrink after a grace period when RCU is registered.
  *
  * Page states: on a list (has free units), full (on no list), released.
  * Lock order: slob_lock -> pages_lock (pages are freed with it dropped).
@@ -40,6 +41,7 @@
 #define TAG_FREE 0xf4eeu      /* even */
 #define TAG_RCU_FREE 0xf4ecu  /* even: on its RCU cache's list of freed objects */
 #define BIG_RCU_FREE 0xf4ecu  /* a big object's head pg_pad: the same (0: in use) */
+#define RCU_RELEASE "kmem_cache_shrink"  /* slob_free's fn: an RCU object given back */
 #define TAG_USED 0x5a0bu
 #define BREAK1 256u
 #define BREAK2 1024u
@@ -392,6 +394,19 @@ void *slob_object_start(const void *x)
     return h + 1;
 }
 
+/* Whether a free by fn of an object of s keeps it s's (SLAB_TYPESAFE_BY_RCU:
+ * stale readers may still look at it).  Destroy, and shrink's release
+ * after a grace period (slob_rcu_release), give it back. */
+static bool rcu_release(const char *fn)
+{
+    return strcmp(fn, RCU_RELEASE) == 0;    /* (its free was counted when it was listed) */
+}
+static bool rcu_kept(const struct kmem_cache *s, const char *fn)
+{
+    return s && (s->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0 &&
+           !rcu_release(fn);
+}
+
 static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x, const char *fn)
 {
     /* SLOB's pages name slob_pages, not the object's cache: look it up */
@@ -401,7 +416,7 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
         kslab_bad_free(fn, want, x);
     if (owner != &slob_pages) {                   /* a big object's own pages */
         struct slab *head = big_head(want, x, fn, sp);
-        if ((owner->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0) {
+        if (rcu_kept(owner, fn)) {
             /* stays this cache's, as the small ones do (below) */
             kslab_lock(&slob_lock);
             if (head->pg_pad == BIG_RCU_FREE) {
@@ -416,7 +431,8 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
             return;
         }
         atomic_fetch_sub_explicit(&owner->total_objects, 1, memory_order_relaxed);
-        kslab_count(owner, FREE_SLOWPATH, 1);
+        if (!rcu_release(fn))
+            kslab_count(owner, FREE_SLOWPATH, 1);
         kslab_count(owner, FREE_SLAB, 1);
         pages_free(head, head->pg_order);
         return;
@@ -430,7 +446,7 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
         kslab_report("%s(%s): object %p belongs to cache %s, not %s", fn, want->name, x,
                      cache_name(h->id), want->name);
     }
-    if (s && (s->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0) {
+    if (rcu_kept(s, fn)) {
         /* stays this cache's: type-safe for stale readers (used_block
          * proved it a used block; its tag now says where it waits) */
         h->tag = TAG_RCU_FREE;
@@ -483,7 +499,8 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
     kslab_unlock(&slob_lock);
     if (s) {
         atomic_fetch_sub_explicit(&s->total_objects, 1, memory_order_relaxed);
-        kslab_count(s, FREE_SLOWPATH, 1);
+        if (!rcu_release(fn))
+            kslab_count(s, FREE_SLOWPATH, 1);
         if (release)
             kslab_count(s, FREE_SLAB, 1);
     }
@@ -525,8 +542,70 @@ static int slob_cache_init(struct kmem_cache *s)
            s->align > (PAGE_SIZE << MAX_SLAB_ORDER) ? -1 : 0;
 }
 
+/* o, a block on s's RCU list or on a list taken off it, made a used block
+ * again; returns the block after it (slob_lock held).  *left bounds the
+ * walk by the objects s has: a looping list is reported. */
+static void *rcu_unlist(struct kmem_cache *s, void *o, long *left)
+{
+    if ((*left)-- <= 0) {
+        kslab_unlock(&slob_lock);
+        kslab_report("the RCU free list of cache %s is longer than its objects: a loop "
+                     "(double free or a forged link)", s->name);
+    }
+    void *next = rcu_next(s, o);
+    ((struct slob_hdr *)o - 1)->tag = used_tag(o);
+    return next;
+}
+
+/* An RCU cache's freed objects, both lists, that kmem_cache_shrink took off
+ * it: given back to the shared pages and the page layer once a grace period
+ * has passed, as SLUB and SLAB give back an RCU cache's empty slabs.  Until
+ * then they stay tagged: a second free of one is still a double free. */
+struct slob_rcu_batch {
+    struct kmem_cache *s;
+    void *objs;
+    struct slab *big;
+};
+
+static void slob_rcu_release(void *arg)
+{
+    struct slob_rcu_batch *b = arg;
+    struct kmem_cache *s = b->s;
+    long left = atomic_load_explicit(&s->total_objects, memory_order_relaxed);
+    for (void *o = b->objs, *next; o; o = next) {
+        kslab_lock(&slob_lock);
+        next = rcu_unlist(s, o, &left);
+        kslab_unlock(&slob_lock);
+        slob_free(s, &slob_pages, o, RCU_RELEASE);
+    }
+    for (struct slab *h = b->big, *next; h; h = next) {
+        kslab_lock(&slob_lock);
+        next = h->next;
+        h->pg_pad = 0;
+        kslab_unlock(&slob_lock);
+        slob_free(s, s, slab_address(h), RCU_RELEASE);
+    }
+    kfree(b);
+}
+
 static int slob_shrink(struct kmem_cache *s)
 {
+    /* an RCU cache's freed objects: back after a grace period when RCU is
+     * registered (libkslab-rcu); kept for the cache otherwise */
+    if ((s->flags & SLAB_TYPESAFE_BY_RCU) && kslab_rcu_registered()) {
+        struct slob_rcu_batch *b = kmalloc(sizeof *b, GFP_KERNEL);
+        if (b) {
+            kslab_lock(&slob_lock);
+            *b = (struct slob_rcu_batch){ s, slob_c(s)->rcu_free, slob_c(s)->rcu_big };
+            slob_c(s)->rcu_free = NULL;
+            slob_c(s)->rcu_big = NULL;
+            kslab_unlock(&slob_lock);
+            if (b->objs || b->big)
+                kslab_rcu_defer(slob_rcu_release, b);
+            else
+                kfree(b);
+        }
+    }
     pages_release_all();
     return 0;
 }
@@ -566,15 +645,8 @@ static long slob_destroy(struct kmem_cache *s)
      * (the walk bounded by the objects s has: a looping list is reported) */
     kslab_lock(&slob_lock);
     long left = atomic_load_explicit(&s->total_objects, memory_order_relaxed);
-    for (void *o = slob_c(s)->rcu_free, *next; o; o = next) {
-        if (left-- <= 0) {
-            kslab_unlock(&slob_lock);
-            kslab_report("the RCU free list of cache %s is longer than its objects: a loop "
-                         "(double free or a forged link)", s->name);
-        }
-        next = rcu_next(s, o);
-        ((struct slob_hdr *)o - 1)->tag = used_tag(o);
-    }
+    for (void *o = slob_c(s)->rcu_free; o;)
+        o = rcu_unlist(s, o, &left);
     slob_c(s)->rcu_free = NULL;
     for (struct slab *b = slob_c(s)->rcu_big; b; b = b->next)
         b->pg_pad = 0;              /* (descriptors: no forged link to fear) */

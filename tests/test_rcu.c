@@ -165,8 +165,41 @@ static void test_typesafe(void)
            (unsigned long long)st.num_slabs);
     CHECK_EQ(st.active_objs, 0);
     CHECK_EQ(st.num_slabs, 0);                          /* given back, after the grace period */
+    /* and no object kept: SLOB's (pages shared, no slabs of its own) too */
+    printf("typesafe: %llu objects kept after shrink and rcu_barrier\n",
+           (unsigned long long)st.num_objs);
+    CHECK_EQ(st.num_objs, 0);
     kmem_cache_destroy(ca);
     kmem_cache_destroy(cb);
+    rcu_unregister_thread();
+}
+
+/* An RCU cache of objects above a page (SLOB gives them pages of their
+ * own): freed ones wait for the cache, and shrink gives them back after a
+ * grace period, on every back-end. */
+static void test_typesafe_big(void)
+{
+    rcu_register_thread();
+    struct kmem_cache *c = kmem_cache_create("rcu_big", 3 * 4096, 0, SLAB_TYPESAFE_BY_RCU, NULL);
+    CHECK(c != NULL);
+    void *o[16];
+    for (int i = 0; i < 16; i++) {
+        o[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        CHECK(o[i] != NULL);
+        memset(o[i], i, 3 * 4096);
+    }
+    for (int i = 0; i < 16; i++)
+        kmem_cache_free(c, o[i]);
+    kmem_cache_shrink(c);
+    rcu_barrier();
+    struct kslab_stats st;
+    kslab_cache_stats(c, &st);
+    printf("typesafe big: %llu objects, %llu slabs kept after shrink and rcu_barrier\n",
+           (unsigned long long)st.num_objs, (unsigned long long)st.num_slabs);
+    CHECK_EQ(st.active_objs, 0);
+    CHECK_EQ(st.num_objs, 0);
+    CHECK_EQ(st.num_slabs, 0);
+    kmem_cache_destroy(c);
     rcu_unregister_thread();
 }
 
@@ -216,6 +249,7 @@ int main(void)
 {
     test_kfree_rcu();
     test_typesafe();
+    test_typesafe_big();
     test_barrier_and_forms();
     return check_done();
 }
