@@ -3,14 +3,17 @@
  * objects in the order it allocated them (python3's cyclic collector does,
  * over every container object), under any malloc (kslab by LD_PRELOAD):
  *
- *   walk WHO SIZE [--quick]
+ *   walk WHO SIZE[,SIZE...] [--quick]
  *
  * allocates 400 000 objects of SIZE bytes, links each to the next one
  * allocated, then chases the links after evicting the caches (64 MiB
  * written between walks).  Prints the fastest of 11 walks in ns a node:
  * WHO <tab> walk SIZE B <tab> ns.  In address order the hardware
  * prefetchers follow the walk; any randomized order, windowed or not,
- * defeats them for part of it.
+ * defeats them for part of it.  Several sizes (up to 8): each object's
+ * size drawn from them by a fixed pseudo-random sequence, so the walk
+ * interleaves one stream per class, as python3's collector's list mixes
+ * its container objects' classes.
  */
 #include "bench_common.h"
 #include <stdbool.h>
@@ -20,16 +23,29 @@ static void *(*volatile m_alloc)(size_t) = malloc;
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s WHO SIZE [--quick]\n", argv[0]);
+        fprintf(stderr, "usage: %s WHO SIZE[,SIZE...] [--quick]\n", argv[0]);
         return 2;
     }
-    size_t size = (size_t)atol(argv[2]);
+    size_t sizes[8], k = 0;
+    for (char *a = argv[2]; *a && k < 8; a += *a == ',') {
+        char *end;
+        sizes[k] = (size_t)strtoul(a, &end, 10);
+        if (end == a) {
+            fprintf(stderr, "walk: bad size list %s\n", argv[2]);
+            return 2;
+        }
+        if (sizes[k] < sizeof(void *))
+            sizes[k] = sizeof(void *);
+        k++;
+        a = end;
+    }
     bool quick = argc > 3 && strcmp(argv[3], "--quick") == 0;
     size_t n = quick ? 20000 : 400000;
-    if (size < sizeof(void *))
-        size = sizeof(void *);
+    uint32_t lcg = 1;
     void **first = NULL, **prev = NULL;
     for (size_t i = 0; i < n; i++) {
+        lcg = lcg * 1103515245u + 12345u;
+        size_t size = sizes[(lcg >> 16) % k];
         void **p = m_alloc(size);
         if (!p) {
             fprintf(stderr, "walk: out of memory\n");
@@ -60,6 +76,6 @@ int main(int argc, char **argv)
         if ((double)t < best)
             best = (double)t;
     }
-    printf("%s\twalk %zu B\t%.2f\n", argv[1], size, best / (double)n);
+    printf("%s\twalk %s B\t%.2f\n", argv[1], argv[2], best / (double)n);
     return 0;
 }

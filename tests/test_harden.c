@@ -157,7 +157,7 @@ static int ascending_steps(size_t size, int n)
  * would differ. */
 static void test_window_orders(void)
 {
-    enum { N = 512, W = 8, SZ = 64 };
+    enum { N = 512, W = 8, SZ = 48 };       /* (8 of 48 bytes fit the small span) */
     struct kmem_cache *c = kmem_cache_create("harden_windows", SZ, 0, SLAB_NO_MERGE, NULL);
     static char *p[N];
     uintptr_t lo = UINTPTR_MAX;
@@ -191,6 +191,52 @@ static void test_window_orders(void)
         fprintf(stderr, "%d whole windows, %d orders: windows share their order\n", whole, distinct);
     CHECK(whole >= 16);
     CHECK(distinct > whole / 2);
+}
+
+/* Objects below 128 bytes have windows under 512 bytes (slab_common.c,
+ * KSLAB_RANDOM_SMALL_SPAN 448): 7 objects of 64 bytes, not 8.  A window's
+ * objects go out one after another (a refill may hand a batch out last
+ * first, which keeps them together), so splitting a fresh cache's first
+ * slots into groups of the true window size, the group an allocation
+ * lands in changes between consecutive allocations about once a window;
+ * into groups of another size, each true window straddles a boundary and
+ * its shuffled objects cross it back and forth.  Over the first 63 slots
+ * (9 windows of 7, or 7 of 8 and 7 slots) of 64-byte objects, measured on
+ * every back-end and mode: groups of 7 change 8 times and groups of 8
+ * 19-29; with windows of 8 (KSLAB_RANDOM_SMALL_SPAN=0), 21-33 against 7. */
+static int group_changes(const long *k, int n, int m, int slots)
+{
+    int changes = 0;
+    for (int i = 1; i < n; i++)
+        if (k[i] < slots && k[i - 1] < slots && k[i] / m != k[i - 1] / m)
+            changes++;
+    return changes;
+}
+static void test_small_span(void)
+{
+    enum { N = 256, SZ = 64, SLOTS = 63 };
+    struct kmem_cache *c = kmem_cache_create("harden_small_span", SZ, 0, SLAB_NO_MERGE, NULL);
+    static char *p[N];
+    static long k[N];
+    uintptr_t lo = UINTPTR_MAX;
+    for (int i = 0; i < N; i++) {
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        lo = (uintptr_t)p[i] < lo ? (uintptr_t)p[i] : lo;
+    }
+    int in = 0;
+    for (int i = 0; i < N; i++) {
+        k[i] = (long)(((uintptr_t)p[i] - lo) / SZ);
+        in += k[i] < SLOTS;
+    }
+    int by7 = group_changes(k, N, 7, SLOTS), by8 = group_changes(k, N, 8, SLOTS);
+    for (int i = 0; i < N; i++)
+        kmem_cache_free(c, p[i]);
+    kmem_cache_destroy(c);
+    if (in < SLOTS || by7 >= by8)
+        fprintf(stderr, "small span: %d of the first %d slots handed out; group changes: "
+                "by 7 %d, by 8 %d\n", in, SLOTS, by7, by8);
+    CHECK_EQ(in, SLOTS);
+    CHECK(by7 < by8);
 }
 
 /* Objects from 96 bytes (up to half the span) are handed out in strides
@@ -294,6 +340,9 @@ int main(void)
     if (strcmp(kslab_allocator_name(), "slob") != 0 && !win && !getenv("KSLAB_RANDOM_SPAN") &&
         !getenv("KSLAB_RANDOM_STRIDE"))
         test_stride_orders();
+    if (strcmp(kslab_allocator_name(), "slob") != 0 && !win &&
+        !getenv("KSLAB_RANDOM_SMALL_SPAN"))
+        test_small_span();
     if (strcmp(kslab_allocator_name(), "slob") == 0) {
         CHECK_DEATH(rcu_list_attack, NULL, "freelist corrupted in cache harden_rcu");
         CHECK_DEATH(rcu_list_attack, "self", "freelist corrupted in cache harden_rcu");
