@@ -105,7 +105,8 @@ uint64_t kslab_random64(void)
  * shuffled (minimum of 5 runs); python3's alloc_heavy.py took 1.19 s,
  * 1.23 s and 1.61 s (medians of 13).
  * A window also spans at most kslab_random_span (4 KiB) of objects: 8 up
- * to 512 bytes, 3 of 1040 (sqlite3's pages), 2 of 2 KiB, none above.
+ * to 512 bytes, 3 of 1040 (sqlite3's pages), 2 of 2 KiB, none above; and
+ * objects below 128 bytes at most kslab_small_span (448 bytes, below).
  * Shuffling large objects cost sqlite3 6 % (107 against 101 ms, median of
  * 15; 100 with this bound, glibc 99), where python3's small ones cost it
  * 4-6 % either way. */
