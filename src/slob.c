@@ -41,7 +41,6 @@
 #define TAG_FREE 0xf4eeu      /* even */
 #define TAG_RCU_FREE 0xf4ecu  /* even: on its RCU cache's list of freed objects */
 #define BIG_RCU_FREE 0xf4ecu  /* a big object's head pg_pad: the same (0: in use) */
-#define RCU_RELEASE "kmem_cache_shrink"  /* slob_free's fn: an RCU object given back */
 #define TAG_USED 0x5a0bu
 #define BREAK1 256u
 #define BREAK2 1024u
@@ -394,20 +393,13 @@ void *slob_object_start(const void *x)
     return h + 1;
 }
 
-/* Whether a free by fn of an object of s keeps it s's (SLAB_TYPESAFE_BY_RCU:
- * stale readers may still look at it).  Destroy, and shrink's release
- * after a grace period (slob_rcu_release), give it back. */
-static bool rcu_release(const char *fn)
-{
-    return strcmp(fn, RCU_RELEASE) == 0;    /* (its free was counted when it was listed) */
-}
-static bool rcu_kept(const struct kmem_cache *s, const char *fn)
-{
-    return s && (s->flags & SLAB_TYPESAFE_BY_RCU) && strcmp(fn, "kmem_cache_destroy") != 0 &&
-           !rcu_release(fn);
-}
+/* Who frees: a caller (an RCU cache's object then stays the cache's, for
+ * stale readers), kmem_cache_destroy's walk, or the give-back of an RCU
+ * cache's lists (rcu_give_back), whose objects' frees were counted when
+ * they were listed. */
+enum slob_free_by { BY_CALLER, BY_DESTROY, BY_GIVE_BACK };
 
-static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x, const char *fn)
+static void slob_free_by(struct kmem_cache *want, void *x, const char *fn, enum slob_free_by by)
 {
     /* SLOB's pages name slob_pages, not the object's cache: look it up */
     struct slab *sp = addr_desc((uintptr_t)x);
@@ -416,7 +408,7 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
         kslab_bad_free(fn, want, x);
     if (owner != &slob_pages) {                   /* a big object's own pages */
         struct slab *head = big_head(want, x, fn, sp);
-        if (rcu_kept(owner, fn)) {
+        if (by == BY_CALLER && (owner->flags & SLAB_TYPESAFE_BY_RCU)) {
             /* stays this cache's, as the small ones do (below) */
             kslab_lock(&slob_lock);
             if (head->pg_pad == BIG_RCU_FREE) {
@@ -431,7 +423,7 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
             return;
         }
         atomic_fetch_sub_explicit(&owner->total_objects, 1, memory_order_relaxed);
-        if (!rcu_release(fn))
+        if (by != BY_GIVE_BACK)
             kslab_count(owner, FREE_SLOWPATH, 1);
         kslab_count(owner, FREE_SLAB, 1);
         pages_free(head, head->pg_order);
@@ -446,7 +438,7 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
         kslab_report("%s(%s): object %p belongs to cache %s, not %s", fn, want->name, x,
                      cache_name(h->id), want->name);
     }
-    if (rcu_kept(s, fn)) {
+    if (by == BY_CALLER && s && (s->flags & SLAB_TYPESAFE_BY_RCU)) {
         /* stays this cache's: type-safe for stale readers (used_block
          * proved it a used block; its tag now says where it waits) */
         h->tag = TAG_RCU_FREE;
@@ -499,13 +491,21 @@ static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x
     kslab_unlock(&slob_lock);
     if (s) {
         atomic_fetch_sub_explicit(&s->total_objects, 1, memory_order_relaxed);
-        if (!rcu_release(fn))
+        if (by != BY_GIVE_BACK)
             kslab_count(s, FREE_SLOWPATH, 1);
         if (release)
             kslab_count(s, FREE_SLAB, 1);
     }
     if (release)
         pages_free(release, 0);
+}
+
+/* The back-end's free (SLOB's pages name slob_pages, not the cache: named
+ * is not needed) */
+static void slob_free(struct kmem_cache *want, struct kmem_cache *named, void *x, const char *fn)
+{
+    (void)named;
+    slob_free_by(want, x, fn, BY_CALLER);
 }
 
 static size_t slob_ksize(struct kmem_cache *owner, const void *x)
@@ -542,50 +542,61 @@ static int slob_cache_init(struct kmem_cache *s)
            s->align > (PAGE_SIZE << MAX_SLAB_ORDER) ? -1 : 0;
 }
 
-/* o, a block on s's RCU list or on a list taken off it, made a used block
- * again; returns the block after it (slob_lock held).  *left bounds the
- * walk by the objects s has: a looping list is reported. */
-static void *rcu_unlist(struct kmem_cache *s, void *o, long *left)
-{
-    if ((*left)-- <= 0) {
-        kslab_unlock(&slob_lock);
-        kslab_report("the RCU free list of cache %s is longer than its objects: a loop "
-                     "(double free or a forged link)", s->name);
-    }
-    void *next = rcu_next(s, o);
-    ((struct slob_hdr *)o - 1)->tag = used_tag(o);
-    return next;
-}
-
-/* An RCU cache's freed objects, both lists, that kmem_cache_shrink took off
- * it: given back to the shared pages and the page layer once a grace period
- * has passed, as SLUB and SLAB give back an RCU cache's empty slabs.  Until
- * then they stay tagged: a second free of one is still a double free. */
+/* An RCU cache's freed objects, both lists, taken off it (rcu_take) and
+ * given back to the shared pages and the page layer (rcu_give_back): by
+ * kmem_cache_shrink once a grace period has passed, as SLUB and SLAB give
+ * back an RCU cache's empty slabs, and by kmem_cache_destroy (after its
+ * rcu_barrier).  Until then they stay tagged: a second free of one is
+ * still a double free. */
 struct slob_rcu_batch {
     struct kmem_cache *s;
     void *objs;
     struct slab *big;
 };
 
-static void slob_rcu_release(void *arg)
+/* s's lists into *b, s's emptied; whether there was anything */
+static bool rcu_take(struct kmem_cache *s, struct slob_rcu_batch *b)
 {
-    struct slob_rcu_batch *b = arg;
+    kslab_lock(&slob_lock);
+    *b = (struct slob_rcu_batch){ s, slob_c(s)->rcu_free, slob_c(s)->rcu_big };
+    slob_c(s)->rcu_free = NULL;
+    slob_c(s)->rcu_big = NULL;
+    kslab_unlock(&slob_lock);
+    return b->objs || b->big;
+}
+
+/* (fn: the caller, for the reports) */
+static void rcu_give_back(struct slob_rcu_batch *b, const char *fn)
+{
     struct kmem_cache *s = b->s;
     long left = atomic_load_explicit(&s->total_objects, memory_order_relaxed);
     for (void *o = b->objs, *next; o; o = next) {
+        /* a used block again, then freed (the walk bounded by the objects
+         * s has: a looping list is reported) */
         kslab_lock(&slob_lock);
-        next = rcu_unlist(s, o, &left);
+        if (left-- <= 0) {
+            kslab_unlock(&slob_lock);
+            kslab_report("the RCU free list of cache %s is longer than its objects: a loop "
+                         "(double free or a forged link)", s->name);
+        }
+        next = rcu_next(s, o);
+        ((struct slob_hdr *)o - 1)->tag = used_tag(o);
         kslab_unlock(&slob_lock);
-        slob_free(s, &slob_pages, o, RCU_RELEASE);
+        slob_free_by(s, o, fn, BY_GIVE_BACK);
     }
     for (struct slab *h = b->big, *next; h; h = next) {
         kslab_lock(&slob_lock);
         next = h->next;
-        h->pg_pad = 0;
+        h->pg_pad = 0;              /* (descriptors: no forged link to fear) */
         kslab_unlock(&slob_lock);
-        slob_free(s, s, slab_address(h), RCU_RELEASE);
+        slob_free_by(s, slab_address(h), fn, BY_GIVE_BACK);
     }
-    kfree(b);
+}
+
+static void rcu_give_back_deferred(void *arg)
+{
+    rcu_give_back(arg, "kmem_cache_shrink");
+    kfree(arg);
 }
 
 static int slob_shrink(struct kmem_cache *s)
@@ -594,17 +605,10 @@ static int slob_shrink(struct kmem_cache *s)
      * registered (libkslab-rcu); kept for the cache otherwise */
     if ((s->flags & SLAB_TYPESAFE_BY_RCU) && kslab_rcu_registered()) {
         struct slob_rcu_batch *b = kmalloc(sizeof *b, GFP_KERNEL);
-        if (b) {
-            kslab_lock(&slob_lock);
-            *b = (struct slob_rcu_batch){ s, slob_c(s)->rcu_free, slob_c(s)->rcu_big };
-            slob_c(s)->rcu_free = NULL;
-            slob_c(s)->rcu_big = NULL;
-            kslab_unlock(&slob_lock);
-            if (b->objs || b->big)
-                kslab_rcu_defer(slob_rcu_release, b);
-            else
-                kfree(b);
-        }
+        if (b && rcu_take(s, b))
+            kslab_rcu_defer(rcu_give_back_deferred, b);
+        else
+            kfree(b);
     }
     pages_release_all();
     return 0;
@@ -641,17 +645,11 @@ static void slob_collect_big(struct slab *sp, void *arg)
 static long slob_destroy(struct kmem_cache *s)
 {
     struct slob_walk w = { .s = s };
-    /* the objects on its RCU list become used blocks again, freed below
-     * (the walk bounded by the objects s has: a looping list is reported) */
-    kslab_lock(&slob_lock);
-    long left = atomic_load_explicit(&s->total_objects, memory_order_relaxed);
-    for (void *o = slob_c(s)->rcu_free; o;)
-        o = rcu_unlist(s, o, &left);
-    slob_c(s)->rcu_free = NULL;
-    for (struct slab *b = slob_c(s)->rcu_big; b; b = b->next)
-        b->pg_pad = 0;              /* (descriptors: no forged link to fear) */
-    slob_c(s)->rcu_big = NULL;
-    kslab_unlock(&slob_lock);
+    /* the objects on its RCU lists first (the walk bounded by the objects
+     * s has: a looping list is reported), then every block still its */
+    struct slob_rcu_batch b;
+    if (rcu_take(s, &b))
+        rcu_give_back(&b, "kmem_cache_destroy");
     if (!atomic_load_explicit(&s->total_objects, memory_order_relaxed))
         return 0;                            /* no block carries its id: skip the walk */
     do {
@@ -659,8 +657,7 @@ static long slob_destroy(struct kmem_cache *s)
         pages_for_each_slab(&slob_pages, slob_collect_page, &w);
         pages_for_each_slab(s, slob_collect_big, &w);
         for (unsigned i = 0; i < w.n; i++)
-            slob_free(s, addr_desc((uintptr_t)w.objs[i])->cache, w.objs[i],
-                      "kmem_cache_destroy");
+            slob_free_by(s, w.objs[i], "kmem_cache_destroy", BY_DESTROY);
         w.total += w.n;
     } while (w.n == 256);
     return w.total;
