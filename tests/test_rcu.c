@@ -127,6 +127,22 @@ static void *other_type(void *arg)
     return NULL;
 }
 
+/* c, all of whose objects are freed: after shrink and rcu_barrier it keeps
+ * no slab (given back after the grace period) and no object (SLOB's, whose
+ * pages are shared, too) */
+static void check_given_back(struct kmem_cache *c, const char *what)
+{
+    kmem_cache_shrink(c);
+    rcu_barrier();
+    struct kslab_stats st;
+    kslab_cache_stats(c, &st);
+    printf("%s: %llu objects, %llu slabs kept after shrink and rcu_barrier\n", what,
+           (unsigned long long)st.num_objs, (unsigned long long)st.num_slabs);
+    CHECK_EQ(st.active_objs, 0);
+    CHECK_EQ(st.num_slabs, 0);
+    CHECK_EQ(st.num_objs, 0);
+}
+
 static void test_typesafe(void)
 {
     ca = kmem_cache_create("rcu_type_a", sizeof(struct typed), 0, SLAB_TYPESAFE_BY_RCU, ctor_a);
@@ -158,18 +174,7 @@ static void test_typesafe(void)
     printf("typesafe: %ld reads saw another type\n", atomic_load(&errors));
     CHECK_EQ(atomic_load(&errors), 0);
     kmem_cache_free(ca, gpa);
-    kmem_cache_shrink(ca);
-    rcu_barrier();
-    struct kslab_stats st;
-    kslab_cache_stats(ca, &st);
-    printf("typesafe: %llu slabs left after shrink and rcu_barrier\n",
-           (unsigned long long)st.num_slabs);
-    CHECK_EQ(st.active_objs, 0);
-    CHECK_EQ(st.num_slabs, 0);                          /* given back, after the grace period */
-    /* and no object kept: SLOB's (pages shared, no slabs of its own) too */
-    printf("typesafe: %llu objects kept after shrink and rcu_barrier\n",
-           (unsigned long long)st.num_objs);
-    CHECK_EQ(st.num_objs, 0);
+    check_given_back(ca, "typesafe");
     kmem_cache_destroy(ca);
     kmem_cache_destroy(cb);
     rcu_unregister_thread();
@@ -191,15 +196,7 @@ static void test_typesafe_big(void)
     }
     for (int i = 0; i < 16; i++)
         kmem_cache_free(c, o[i]);
-    kmem_cache_shrink(c);
-    rcu_barrier();
-    struct kslab_stats st;
-    kslab_cache_stats(c, &st);
-    printf("typesafe big: %llu objects, %llu slabs kept after shrink and rcu_barrier\n",
-           (unsigned long long)st.num_objs, (unsigned long long)st.num_slabs);
-    CHECK_EQ(st.active_objs, 0);
-    CHECK_EQ(st.num_objs, 0);
-    CHECK_EQ(st.num_slabs, 0);
+    check_given_back(c, "typesafe big");
     kmem_cache_destroy(c);
     rcu_unregister_thread();
 }
