@@ -155,20 +155,30 @@ static int ascending_steps(size_t size, int n)
  * places in it, in allocation order) are mostly different.  Were one order
  * used for every window, only windows split between two sheaf refills
  * would differ. */
+/* The first n objects of a fresh cache c of sz-byte objects into p, and
+ * each one's slot, counted from the lowest address, into k. */
+static void fresh_slots(struct kmem_cache *c, int n, size_t sz, char **p, long *k)
+{
+    uintptr_t lo = UINTPTR_MAX;
+    for (int i = 0; i < n; i++) {
+        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
+        lo = (uintptr_t)p[i] < lo ? (uintptr_t)p[i] : lo;
+    }
+    for (int i = 0; i < n; i++)
+        k[i] = (long)(((uintptr_t)p[i] - lo) / sz);
+}
+
 static void test_window_orders(void)
 {
     enum { N = 512, W = 8, SZ = 48 };       /* (8 of 48 bytes fit the small span) */
     struct kmem_cache *c = kmem_cache_create("harden_windows", SZ, 0, SLAB_NO_MERGE, NULL);
     static char *p[N];
-    uintptr_t lo = UINTPTR_MAX;
-    for (int i = 0; i < N; i++) {
-        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
-        lo = (uintptr_t)p[i] < lo ? (uintptr_t)p[i] : lo;
-    }
+    static long slot[N];
+    fresh_slots(c, N, SZ, p, slot);
     /* window -> its objects' places (3 bits each) in allocation order */
     static uint32_t order[N], members[N];
     for (int i = 0; i < N; i++) {
-        uintptr_t k = ((uintptr_t)p[i] - lo) / SZ, w = k / W;
+        uintptr_t k = (uintptr_t)slot[i], w = k / W;
         if (w < N) {
             order[w] |= (uint32_t)(k % W) << (3 * members[w]);
             members[w]++;
@@ -218,16 +228,10 @@ static void test_small_span(void)
     struct kmem_cache *c = kmem_cache_create("harden_small_span", SZ, 0, SLAB_NO_MERGE, NULL);
     static char *p[N];
     static long k[N];
-    uintptr_t lo = UINTPTR_MAX;
-    for (int i = 0; i < N; i++) {
-        p[i] = kmem_cache_alloc(c, GFP_KERNEL);
-        lo = (uintptr_t)p[i] < lo ? (uintptr_t)p[i] : lo;
-    }
+    fresh_slots(c, N, SZ, p, k);
     int in = 0;
-    for (int i = 0; i < N; i++) {
-        k[i] = (long)(((uintptr_t)p[i] - lo) / SZ);
+    for (int i = 0; i < N; i++)
         in += k[i] < SLOTS;
-    }
     int by7 = group_changes(k, N, 7, SLOTS), by8 = group_changes(k, N, 8, SLOTS);
     for (int i = 0; i < N; i++)
         kmem_cache_free(c, p[i]);
