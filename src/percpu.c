@@ -142,7 +142,7 @@ const char *kslab_cpu_mode(void)
 
 noipa_fn void *kslab_claim_failed(struct kmem_cache *s, void *x)
 {
-    kslab_bad_tag(s, x, *pcpu_tag_word(s, x) ^ kslab_tag_key);
+    kslab_bad_tag(s, x, *pcpu_tag_word(s, x));   /* as the claim found it */
 }
 
 /* ---- the slow paths' critical sections (rules: percpu.h) --------------------------- */

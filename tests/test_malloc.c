@@ -802,6 +802,14 @@ int main(int argc, char **argv)
 #endif
     if ((!be || strcmp(be, "slob") != 0) && (percpu ? tag : !be || strcmp(be, "slab") != 0))
         CHECK_DEATH(malloc_write_after_free, NULL, "in cache malloc-48");
+    /* SLUB's and SLAB's per-CPU sheaves: the claim (the drop-in's xor
+     * form) reports the word as it found it (slob-seg's freelist reports
+     * first) */
+    const char *(*mode)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "kslab_cpu_mode");
+    if ((!be || strcmp(be, "slub") == 0 || strcmp(be, "slab") == 0) && tag && mode &&
+        strcmp(mode(), "percpu") == 0)
+        CHECK_DEATH(malloc_write_after_free, NULL, "in cache malloc-48",
+                    "is 0x4141414141414141, not its free tag");
     CHECK_DEATH(free_small, NULL, "free((any)): pointer 0x1 was not allocated by kslab");
     CHECK_DEATH(free_sixteen, NULL, "free((any)): pointer 0x10 was not allocated by kslab");
     CHECK_DEATH(delete_small, NULL, "free((any)): pointer 0x8 was not allocated by kslab");
