@@ -69,12 +69,13 @@ static noinline void *thread_alloc(struct kmem_cache *s, gfp_t gfp, size_t kmall
     return slub_alloc(s, gfp, kmalloc_size);
 }
 
-/* x, just popped from s's sheaf: its free tag claimed at toff (percpu.h,
- * rule 8; a report if it was not there), zeroed for __GFP_ZERO. */
-static inline __attribute__((always_inline)) void *popped(struct kmem_cache *s, void *x,
-                                                        gfp_t gfp, uintptr_t toff)
+/* x, just popped from s's sheaf: its free tag claimed at toff in the
+ * form how (percpu.h, rule 8; a report if it was not there), zeroed for
+ * __GFP_ZERO. */
+static inline __attribute__((always_inline)) void *
+popped(struct kmem_cache *s, void *x, gfp_t gfp, uintptr_t toff, enum pcpu_claim how)
 {
-    if (unlikely(pcpu_tag_unclaimed_at(x, toff)))
+    if (unlikely(pcpu_tag_unclaimed_at(x, toff, how)))
         return kslab_claim_failed(s, x);
     if (unlikely(gfp & __GFP_ZERO))
         return kslab_zero(s, x);
@@ -87,14 +88,14 @@ static inline __attribute__((always_inline)) void *popped(struct kmem_cache *s, 
  * thread_miss (the per-thread mode). */
 static inline __attribute__((always_inline)) void *
 fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_miss_fn pcpu_miss,
-              kslab_alloc_miss_fn thread_miss)
+              kslab_alloc_miss_fn thread_miss, enum pcpu_claim how)
 {
     long off = kslab_rseq_off;
     if (likely(off >= 0)) {                     /* kslab_percpu */
         void *x = pcpu_pop_tag0(s, off);
         if (unlikely(!x))
             return pcpu_miss(s, gfp, kmalloc_size);
-        return popped(s, x, gfp, 0);
+        return popped(s, x, gfp, 0, how);
     }
     return thread_miss(s, gfp, kmalloc_size);
 }
@@ -102,7 +103,7 @@ fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_
 static inline __attribute__((always_inline)) void *fast_alloc(struct kmem_cache *s, gfp_t gfp,
                                                             size_t kmalloc_size)
 {
-    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc);
+    return fast_alloc_or(s, gfp, kmalloc_size, kslab_alloc_slow, thread_alloc, PCPU_CLAIM_CMP);
 }
 
 /* kfree's per-CPU push.  x's page is a page of a published slab of s
@@ -303,7 +304,7 @@ fast_alloc_small(size_t i, gfp_t gfp, size_t kmalloc_size, kslab_alloc_miss_fn p
         /* (a report names the cache from the array's header, which a pop
          * that found an object proves there: i is then dead, and x stays
          * in the return register with no copy) */
-        if (unlikely(pcpu_tag_unclaimed_at(x, 0)))      /* percpu.h, rule 8 */
+        if (unlikely(pcpu_tag_unclaimed_at(x, 0, PCPU_CLAIM_XOR)))   /* percpu.h, rule 8 */
             return kslab_claim_failed(pcpu_hdr_of(base)->s, x);
         if (unlikely(gfp & __GFP_ZERO))
             return kslab_zero(malloc_small_at(i), x);
@@ -686,14 +687,14 @@ static noinline void *cache_alloc_miss(struct kmem_cache *s, gfp_t gfp, size_t k
     if (unlikely(s->offset)) {
         void *x = pcpu_pop(s);
         if (likely(x))
-            return popped(s, x, gfp, s->offset);
+            return popped(s, x, gfp, s->offset, PCPU_CLAIM_XOR);
     }
     return kslab_alloc_slow(s, gfp, kmalloc_size);
 }
 
 fastpath_fn void *kmem_cache_alloc(struct kmem_cache *s, gfp_t flags)
 {
-    return fast_alloc_or(s, flags, 0, cache_alloc_miss, thread_alloc);
+    return fast_alloc_or(s, flags, 0, cache_alloc_miss, thread_alloc, PCPU_CLAIM_XOR);
 }
 
 /* Everything but "x is in the thread's cpu slab of s" (the inline test):

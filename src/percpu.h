@@ -327,15 +327,19 @@ static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
  *
  * PCPU_TAG_CMP: a compare, a jump to the label bad if the word differs,
  * else a store of 0 -- an instruction more than the xor, but its store
- * waits for nothing, where the xor's waits for its load.  The inline pops
- * of the kernel API's libraries use it (the immediate key): measured in
- * rdtsc cycles a kmalloc(32) pair, fastest chunk of 7 interleaved runs at
- * each of six code placements (kmalloc.c's functions moved 64 bytes at a
- * time), AMD EPYC: the xor 10.56-10.97, the compare 9.88-10.41, without
- * the tag 9.87-11.23 (the placement alone moves that one by 14 %); the
- * kmem_cache pair 8.83, 8.96 and 8.58.  Under the drop-in (the key in a
- * register) the compare cost every malloc pair a core cycle (13.33 against
- * 12.62 with the xor and without the tag), so it keeps the xor. */
+ * waits for nothing, where the xor's waits for its load.
+ *
+ * Which is faster depends on the pair around it, so each inline pop names
+ * its form (enum pcpu_claim).  Measured in rdtsc cycles a pair, the
+ * fastest chunk of 5-7 interleaved runs, at each of six code placements
+ * (kmalloc.c's functions moved 64 bytes at a time), AMD EPYC: kmalloc(32)
+ * with the xor 10.56-10.97, with the compare 9.88-10.41, without the tag
+ * 9.87-11.23 (the placement alone moves that one by 14 %): kmalloc's pop
+ * compares.  The kmem_cache pair at three placements: the xor 8.81-8.83,
+ * the compare 8.94-8.96, no tag 8.57-8.58: kmem_cache_alloc's pop xors.
+ * Under the drop-in (the key in a register) the compare cost every malloc
+ * pair a core cycle (13.33 against 12.62 with the xor and without the
+ * tag): it xors, as do the slow paths (pcpu_tag_unclaimed). */
 #define PCPU_TAG_XOR(bad, key_src, site, key_in, addr, ...)                   \
     __asm__ __volatile__("xorq " key_src ", " addr "\n\t" site                \
                          : "=@ccnz"(bad)                                      \
@@ -349,20 +353,25 @@ static inline void pcpu_tag_set(const struct kmem_cache *s, void *x)
                  : __VA_ARGS__ key_in                                         \
                  : "memory", "cc"                                             \
                  : bad)
+enum pcpu_claim { PCPU_CLAIM_XOR, PCPU_CLAIM_CMP };
 /* A failed xor's word back as it was (off the fast path) */
 static inline void pcpu_tag_unxor(void *x, uintptr_t offset)
 {
     *(uint64_t *)((char *)x + offset) ^= kslab_tag_key;
 }
-/* The claim's test alone (fast_alloc reports by a jump to
- * kslab_claim_failed): true if x's word did not hold the tag (it is left
- * as it was); else it is now 0.  Not an atomic: x is the allocation's
- * alone once its pop has committed. */
-static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
+/* The claim's test alone, in the form how where the key is an immediate
+ * (fast_alloc reports by a jump to kslab_claim_failed): true if x's word
+ * did not hold the tag (it is left as it was); else it is now 0.  Not an
+ * atomic: x is the allocation's alone once its pop has committed. */
+static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset, enum pcpu_claim how)
 {
+    (void)how;
 #ifdef KSLAB_NO_FREE_TAG
     return false;
-#elif defined(PCPU_TAG_IMMEDIATE)
+#else
+#ifdef PCPU_TAG_IMMEDIATE
+    if (how == PCPU_CLAIM_XOR)
+        goto xor;
     /* (x, offset) addressed in the instructions: no add for the address;
      * the kmalloc classes (offset 0, a constant there) address x alone,
      * with no register zeroed for the offset (one instruction a pop) */
@@ -374,7 +383,8 @@ static inline bool pcpu_tag_unclaimed_at(void *x, uintptr_t offset)
     return false;
 bad:
     return true;
-#else
+xor:;
+#endif
     bool bad;
     if (__builtin_constant_p(offset) && offset == 0)
         PCPU_TAG_XOR(bad, PCPU_TAG_KEY, PCPU_TAG_SITE, PCPU_TAG_KEY_IN, "(%[x])", [x] "r"(x));
