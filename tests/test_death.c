@@ -350,6 +350,19 @@ static void write_after_free(void *how)
     memset(a, 0x41, 8);
     (void)!kmem_cache_alloc(c, GFP_KERNEL);
 }
+/* The same through kmalloc, whose pop claims with a compare where
+ * kmem_cache_alloc's xors (percpu.h, enum pcpu_claim): each reports the
+ * word as it found it. */
+static void kmalloc_write_after_free(void *how)
+{
+    for (int i = 0; i < 300; i++)       /* past slow start: the class's sheaves */
+        kfree(kmalloc(64, GFP_KERNEL));
+    uint64_t *volatile p = kmalloc(64, GFP_KERNEL);
+    kfree(p);
+    p[0] = 0x4141414141414141ull;
+    (void)!kmalloc(64, GFP_KERNEL);
+    (void)how;
+}
 /* An 8-byte overflow from an object into the free one after it, which the
  * next allocation would hand out. */
 static void overflow_into_free(void *how)
@@ -474,6 +487,8 @@ int main(int argc, char **argv)
         CHECK_DEATH(write_after_free, "kfree", "write after free of object 0x", "in cache waf_obj");
         CHECK_DEATH(overflow_into_free, NULL, "write after free of object 0x", "in cache ovf_obj",
                     "is 0x4141414141414141, not its free tag");
+        CHECK_DEATH(kmalloc_write_after_free, NULL, "write after free of object 0x",
+                    "in cache kmalloc-64", "is 0x4141414141414141, not its free tag");
     }
     CHECK_DEATH(double_free_large, NULL, "kfree(): double free of large block 0x");
     CHECK_DEATH(large_interior, NULL, "inside the large block at 0x");
