@@ -48,10 +48,12 @@ PYTHON3=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
 # under PRELOAD (empty: glibc) with the variables given, PYTHONMALLOC=malloc
 # so every object goes through malloc, timed by runcmd: its line (wall s,
 # peak RSS KiB, CPU s), empty if the run failed.  Sections 80 and 86.
+# (ALLOC_HEAVY_PYMALLOC=pymalloc: python3's own small-object allocator, as
+# shipped, in place of every object through malloc)
 alloc_heavy() {
   local pre=$1 rc=$PWD/$B/runcmd py=$PWD/tests/programs/alloc_heavy.py
   shift
-  (cd /tmp && env "$@" ${pre:+LD_PRELOAD="$pre"} PYTHONMALLOC=malloc timeout 600 "$rc" \
+  (cd /tmp && env "$@" ${pre:+LD_PRELOAD="$pre"} PYTHONMALLOC=${ALLOC_HEAVY_PYMALLOC:-malloc} timeout 600 "$rc" \
      "$PYTHON3" "$py" 2>/dev/null | tail -1)
 }
 
