@@ -163,7 +163,9 @@ done
   echo
   echo "*allocation-order walk* (bench/walk.c): 400 000 objects of one size linked in the order"
   echo "malloc returned them, chased after the caches are evicted; it isolates what randomization"
-  echo "costs python3, whose collector walks its objects in allocation order."
+  echo "costs python3, whose collector walks its objects in allocation order.  *allocation-order"
+  echo "free*: the same objects then freed in that order, one pass, after the caches are evicted"
+  echo "again (the free's tag store is its only access to each one; python3's teardown frees so)."
   echo
   echo "*kfence*: the default with \`KSLAB_KFENCE=100ms\` (the first slow-path allocation after each"
   echo "100 ms sampled, the kernel's default interval;"
