@@ -278,7 +278,9 @@ static long glibc_rseq_offset(void)
  * 0 and never abort: the kernel does not know the area.  That is sound
  * while one thread allocates (valgrind runs one thread at a time but may
  * switch threads inside a section; any other thread's cpu_id stays -2, and
- * its first section faults on an entry far outside the array), so the
+ * its first section faults on an entry far outside the array; and glibc's
+ * pthread_create, reading cpu_id 0, takes rseq to work and stops the
+ * program when the new thread's registration fails), so the
  * build is for one-thread programs -- python3, sqlite3, the micro
  * benchmarks -- and is never installed: it lets callgrind and cachegrind
  * count the per-CPU paths, the default mode's, not the per-thread mode's. */
