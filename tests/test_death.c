@@ -22,6 +22,12 @@ static void warm(struct kmem_cache *c)
     for (int i = 0; i < 32; i++)
         kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
 }
+/* The same for the kmalloc class that serves size. */
+static void warm_kmalloc(size_t size)
+{
+    for (int i = 0; i < 32; i++)
+        kfree(kmalloc(size, GFP_KERNEL));
+}
 /* SLAB colours its slabs (the first object colour_off bytes in, or a
  * multiple): a pointer into that gap, before a slab's first object, is no
  * object.  kfree's fast test (the array header's geometry, x's offset in
@@ -176,8 +182,7 @@ static void kfree_released_slab(void *a) { released_slab("kfree_x", "kfree_y", t
  * not at an object's start) must be reported. */
 static void kfree_interior(void *a)
 {
-    for (int i = 0; i < 32; i++)    /* past slow start: kfree's per-CPU push */
-        kfree(kmalloc(100, GFP_KERNEL));
+    warm_kmalloc(100);              /* kfree's per-CPU push */
     char *p = kmalloc(100, GFP_KERNEL), *q = kmalloc(100, GFP_KERNEL);
     kfree(p);
     kfree(q + 40);
@@ -355,8 +360,7 @@ static void write_after_free(void *how)
  * word as it found it. */
 static void kmalloc_write_after_free(void *how)
 {
-    for (int i = 0; i < 300; i++)       /* past slow start: the class's sheaves */
-        kfree(kmalloc(64, GFP_KERNEL));
+    warm_kmalloc(64);
     uint64_t *volatile p = kmalloc(64, GFP_KERNEL);
     kfree(p);
     p[0] = 0x4141414141414141ull;
