@@ -312,9 +312,14 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
 #endif
         return;
     }
-    for (unsigned k = 0, j = 0; k < 8; k++, p >>= 8)
-        if ((p & 0xff) < it->m)
-            it->idx[j++] = (uint8_t)p;
+    /* the entry's bytes below m, in order: each byte is stored and kept
+     * (j moves on) only if it is below m -- no branch on the random byte,
+     * which a branch mispredicted about one window in two, a third of this
+     * function's time in a free-all-and-rebuild profile (bench/regrow.c) */
+    for (unsigned k = 0, j = 0; k < 8; k++, p >>= 8) {
+        it->idx[j] = (uint8_t)p;
+        j += (p & 0xff) < it->m;
+    }
 }
 
 static void read_options(void)
