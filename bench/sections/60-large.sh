@@ -10,19 +10,20 @@ echo "== page allocator: large pairs, realloc growth, mixed sizes"
 KM=$PWD/build/libkslab-malloc.so
 ROUNDS=${LARGE_ROUNDS:-3}
 : > "$RAW/large.tsv"
-large_run() {  # WHO ARGS...
-  local who=$1; shift
+large_run() {  # WHO PROGRAM ARGS...
+  local who=$1 prog=$2; shift 2
   case $who in
-    kslab) LD_PRELOAD=$KM $B/malloc_large "$who" "$@" ;;
-    *) run_peer "$who" $B/malloc_large "$who" "$@" ;;
+    kslab) LD_PRELOAD=$KM $B/$prog "$who" "$@" ;;
+    *) run_peer "$who" $B/$prog "$who" "$@" ;;
   esac
 }
 for r in $(seq "$ROUNDS"); do
   for who in $(rotated "$r" kslab $PEERS); do
     [ "$who" = kslab ] || peer_ok "$who" || continue
-    for s in 16384 131072 1048576 4194304 16777216; do large_run "$who" pair $s >> "$RAW/large.tsv"; done
-    large_run "$who" realloc >> "$RAW/large.tsv"
-    large_run "$who" mixed >> "$RAW/large.tsv"
+    for s in 16384 131072 1048576 4194304 16777216; do large_run "$who" malloc_large pair $s >> "$RAW/large.tsv"; done
+    large_run "$who" malloc_large realloc >> "$RAW/large.tsv"
+    large_run "$who" malloc_large mixed >> "$RAW/large.tsv"
+    large_run "$who" malloc_regrow >> "$RAW/large.tsv"
   done
 done
 {
@@ -31,7 +32,11 @@ done
   echo "malloc(SIZE), write its first byte, free: ns per pair.  realloc: one buffer grown from"
   echo "4 KiB to 32 MB in 4 KiB steps, the last byte of each step written: ms in all.  mixed:"
   echo "10 000 live blocks of log-uniform random sizes from 8 B to 512 KiB, 2 M replacements,"
-  echo "first and last byte written: ns per replacement and the process's peak RSS.  Pairs: the"
+  echo "first and last byte written: ns per replacement and the process's peak RSS.  regrow"
+  echo "(bench/regrow.c): 400 000 blocks of 64 B, each written, all freed in the order they came,"
+  echo "ten times: ns per block, malloc + write (the mean of rounds 2-10) and free (the fastest"
+  echo "round); what giving freed memory back at once costs a program that builds it up again"
+  echo "(README, \"The hot reserve\"; no target).  Pairs: the"
   echo "fastest of 7 runs in each of $ROUNDS interleaved rounds (a 1 ms run is doubled by one"
   echo "preemption on this shared machine); realloc and mixed: the median of the rounds.  *vs best peer* is kslab's figure over the best peer's (the"
   echo "targets: pairs within 1.2x, realloc within 2x of glibc)."
