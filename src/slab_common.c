@@ -261,7 +261,6 @@ void kslab_shuffle_range(struct kslab_shuffle *it, const struct kmem_cache *s, u
 void kslab_shuffle_window_next(struct kslab_shuffle *it)
 {
     it->w0 += it->m;
-    it->m = it->n - it->w0 < it->w ? it->n - it->w0 : it->w;
     it->i = 0;
     if (it->w == 1) {
         /* address order (KSLAB_HARDENED=0, KSLAB_RANDOM_WINDOW=0, debugged
@@ -273,6 +272,7 @@ void kslab_shuffle_window_next(struct kslab_shuffle *it)
         it->pos = 0;
         return;
     }
+    it->m = it->n - it->w0 < it->w ? it->n - it->w0 : it->w;
     if (it->stride) {
         /* a random start and a random step 2..9 prime to m, not m - 1 (a
          * step back: a sheaf, which hands a refill out last first, would
