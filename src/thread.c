@@ -58,34 +58,39 @@ struct kslab_thread *kslab_thread_create(void)
     return t;
 }
 
-/* Map the chunk of cold entries holding id (the calling thread's, t may be
- * kslab_no_thread).  Only the owner maps its chunks; the release store
- * publishes the zeroed chunk to readers under threads_lock. */
+/* Mark id's cold entry used, mapping its chunk first if need be (the
+ * calling thread's, t may be kslab_no_thread).  Only the owner writes its
+ * slots: plain load and store, no read-modify-write; each store a release
+ * (struct kslab_cold_slot). */
 struct kslab_thread *kslab_cold_create(struct kslab_thread *t, unsigned id)
 {
     if (!thread_is_real(t) && !(t = kslab_thread_create()))
         return NULL;
-    _Atomic(struct kmem_cache_cpu_cold *) *slot = &t->cold[id >> COLD_CHUNK_SHIFT];
-    if (atomic_load_explicit(slot, memory_order_relaxed))
-        return t;
-    struct kmem_cache_cpu_cold *chunk = prim_map(COLD_CHUNK_BYTES);
-    if (!chunk)
-        return NULL;
-    atomic_store_explicit(slot, chunk, memory_order_release);
+    struct kslab_cold_slot *k = &t->cold[id >> COLD_CHUNK_SHIFT];
+    if (!atomic_load_explicit(&k->chunk, memory_order_relaxed)) {
+        struct kmem_cache_cpu_cold *chunk = prim_map(COLD_CHUNK_BYTES);
+        if (!chunk)
+            return NULL;
+        atomic_store_explicit(&k->chunk, chunk, memory_order_release);
+    }
+    uint64_t used = atomic_load_explicit(&k->used, memory_order_relaxed);
+    atomic_store_explicit(&k->used, used | cold_bit(id), memory_order_release);
     return t;
 }
 
-/* Calls fn(t, s, arg) for each live cache whose id is in one of t's cold
- * chunks: the caches t may hold state for (cache_lock held, so the ids
- * stay bound to their caches). */
+/* Calls fn(t, s, arg) for each live cache whose cold entry t has used: the
+ * caches t may hold state for (cache_lock held, so the ids stay bound to
+ * their caches). */
 static void for_each_used_cache(struct kslab_thread *t,
                                 void (*fn)(struct kslab_thread *, struct kmem_cache *))
 {
     for (unsigned k = 0; k < COLD_CHUNKS; k++) {
-        if (!atomic_load_explicit(&t->cold[k], memory_order_relaxed))
-            continue;
-        for (unsigned id = k << COLD_CHUNK_SHIFT; id < (k + 1) << COLD_CHUNK_SHIFT; id++) {
-            struct kmem_cache *s = kslab_cache_by_id(id);
+        /* acquire: pairs with the owner's release (a retiring thread's
+         * own slots, or another's under threads_lock) */
+        uint64_t used = atomic_load_explicit(&t->cold[k].used, memory_order_acquire);
+        for (; used; used &= used - 1) {
+            struct kmem_cache *s =
+                kslab_cache_by_id((k << COLD_CHUNK_SHIFT) + (unsigned)__builtin_ctzll(used));
             if (s)
                 fn(t, s);
         }
@@ -95,7 +100,7 @@ static void for_each_used_cache(struct kslab_thread *t,
 static void unmap_cold(struct kslab_thread *t)
 {
     for (unsigned k = 0; k < COLD_CHUNKS; k++) {
-        struct kmem_cache_cpu_cold *c = atomic_load_explicit(&t->cold[k], memory_order_relaxed);
+        struct kmem_cache_cpu_cold *c = atomic_load_explicit(&t->cold[k].chunk, memory_order_relaxed);
         if (c)
             prim_unmap(c, COLD_CHUNK_BYTES);
     }
