@@ -3,6 +3,7 @@
 #ifndef KSLAB_TEST_HELPERS_H
 #define KSLAB_TEST_HELPERS_H
 #include <kslab.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,9 +57,41 @@ static inline void sleep_seconds(double s)
     nanosleep(&ts, NULL);
 }
 
-/* The process's resident set now, KiB (/proc/self/statm); 0 if unreadable. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+
+/* The process's resident set now, KiB (/proc/self/statm); 0 if unreadable.
+ * Under ASan, without ASan's shadow (the mappings that start in
+ * [0x7fff8000, 0x10007fff8000), x86-64's shadow offset and its high
+ * shadow's end), which is never given back: every check of an access reads
+ * its shadow, and on a kernel that backs a read of untouched memory with a
+ * page of its own (no shared zero page, as on this project's Zen 5 host)
+ * test_maplimit's 90 MB of blocks left 17 MB of shadow resident after the
+ * frees, against the 8 MiB its bound allows kslab. */
 static inline long test_rss_kib(void)
 {
+#ifdef TEST_ASAN
+    FILE *sf = fopen("/proc/self/smaps", "r");
+    long kib = 0;
+    if (sf) {
+        char line[512];
+        bool shadow = false;
+        while (fgets(line, sizeof line, sf)) {
+            unsigned long lo, hi, rss;
+            if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+                shadow = lo >= 0x7fff8000ul && lo < 0x10007fff8000ul;
+            else if (!shadow && sscanf(line, "Rss: %lu kB", &rss) == 1)
+                kib += (long)rss;
+        }
+        fclose(sf);
+    }
+    return kib;
+#endif
     long size = 0, res = 0;
     FILE *f = fopen("/proc/self/statm", "r");
     if (f) {
