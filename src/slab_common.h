@@ -281,9 +281,14 @@ static inline struct kslab_thread *kslab_thread_get(void)
     struct kslab_thread *t = kslab_tls;
     return likely(thread_is_real(t)) ? t : kslab_thread_create();
 }
+/* id's entry in its chunk, and its bit in the chunk's used word */
+static inline unsigned cold_index(unsigned id)
+{
+    return id & ((1u << COLD_CHUNK_SHIFT) - 1);
+}
 static inline uint64_t cold_bit(unsigned id)
 {
-    return 1ull << (id & ((1u << COLD_CHUNK_SHIFT) - 1));
+    return 1ull << cold_index(id);
 }
 /* t's cold entry for id, or NULL if t never used it.  Any thread may ask
  * (others under threads_lock, while t is alive). */
@@ -292,8 +297,7 @@ static inline struct kmem_cache_cpu_cold *kslab_cold_peek(struct kslab_thread *t
     struct kslab_cold_slot *k = &t->cold[id >> COLD_CHUNK_SHIFT];
     if (!(atomic_load_explicit(&k->used, memory_order_acquire) & cold_bit(id)))
         return NULL;
-    return atomic_load_explicit(&k->chunk, memory_order_acquire) +
-           (id & ((1u << COLD_CHUNK_SHIFT) - 1));
+    return atomic_load_explicit(&k->chunk, memory_order_acquire) + cold_index(id);
 }
 /* The calling thread's state with its cold entry for s created (NULL when
  * out of memory): what every owner slow path starts with. */
@@ -312,7 +316,7 @@ static inline struct kslab_thread *kslab_thread_for(struct kmem_cache *s)
 static inline struct kmem_cache_cpu_cold *kslab_cold(struct kslab_thread *t, unsigned id)
 {
     return atomic_load_explicit(&t->cold[id >> COLD_CHUNK_SHIFT].chunk, memory_order_relaxed) +
-           (id & ((1u << COLD_CHUNK_SHIFT) - 1));
+           cold_index(id);
 }
 
 /* The calling thread's pcp lists (pages.h), NULL if it has no state. */
