@@ -50,11 +50,12 @@ PYTHON3=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
 # peak RSS KiB, CPU s), empty if the run failed.  Sections 80 and 86.
 # (ALLOC_HEAVY_PYMALLOC=pymalloc: python3's own small-object allocator, as
 # shipped, in place of every object through malloc)
+# (ALLOC_HEAVY_N: the script's object count, its own default 200 000 if unset)
 alloc_heavy() {
   local pre=$1 rc=$PWD/$B/runcmd py=$PWD/tests/programs/alloc_heavy.py
   shift
   (cd /tmp && env "$@" ${pre:+LD_PRELOAD="$pre"} PYTHONMALLOC=${ALLOC_HEAVY_PYMALLOC:-malloc} timeout 600 "$rc" \
-     "$PYTHON3" "$py" 2>/dev/null | tail -1)
+     "$PYTHON3" "$py" ${ALLOC_HEAVY_N:-} 2>/dev/null | tail -1)
 }
 
 # more_rounds N BASE: N, or BASE if that is more -- the extended round count

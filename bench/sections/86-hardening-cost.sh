@@ -17,7 +17,7 @@ hbin() {
 HRUNS=${HARDEN_RUNS:-7}
 # python3 takes more rounds (HARDEN_PY_RUNS): issue 12 bounds its cost at 2 %,
 # and with 7 rounds norandom / off, which run the same instructions, read
-# 1.06 in one report.  About 70 s more.
+# 1.06 in one report.  About 70 s more, and 70 s for the 100 000 row.
 HPY=$(more_rounds "${HARDEN_PY_RUNS:-15}" "$HRUNS")
 : > "$RAW/harden.tsv"
 for r in $(seq "$HPY"); do
@@ -31,6 +31,11 @@ for r in $(seq "$HPY"); do
     # arenas it maps itself, so only larger blocks reach the library
     t=$(ALLOC_HEAVY_PYMALLOC=pymalloc alloc_heavy "$HKM" $e)
     printf '%s\tpython3 alloc_heavy.py, pymalloc (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
+    # half the run: randomization's cost in ms is about the same at both
+    # lengths (half of it the walk over every object at exit), so its
+    # ratio is about twice the full run's (docs/hardening-costs.md, stop 60)
+    t=$(ALLOC_HEAVY_N=100000 alloc_heavy "$HKM" $e)
+    printf '%s\tpython3 alloc_heavy.py 100000 (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     [ "$r" -le "$HRUNS" ] || continue       # the rest: HRUNS rounds
     env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
@@ -160,6 +165,9 @@ done
   echo "*python3 alloc_heavy.py* runs with \`PYTHONMALLOC=malloc\`, so that every object of the"
   echo "interpreter comes from kslab (issue 12's 2 % target is judged on it); *, pymalloc* is python3"
   echo "as shipped, whose own allocator serves objects up to 512 bytes from arenas it maps itself."
+  echo "It makes 200 000 of its records; *100000* makes half as many.  Randomization's cost is about"
+  echo "the same number of ms at both lengths (half of it in the collector's walk over every object"
+  echo "at exit), so its ratio at 100 000 is about twice the full run's."
   echo
   echo "*allocation-order walk* (bench/walk.c): 400 000 objects of one size linked in the order"
   echo "malloc returned them, chased after the caches are evicted; it isolates what randomization"
