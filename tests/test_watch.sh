@@ -84,8 +84,10 @@ row 500 || fail "the parent's region after the child exited"
 kill -KILL $pid; wait $pid 2>/dev/null
 test -e /dev/shm/kslab.$pid || fail "SIGKILL: region already gone?"
 "$INFO" -l 2> "$T/err" > /dev/null
-grep -q "removed /dev/shm/kslab.$pid" "$T/err" || fail "kslabinfo -l did not remove the dead region"
-test -e /dev/shm/kslab.$pid && fail "dead region still there"
+# gone (not "removed ..." in -l's output: a second suite's kslabinfo -l at
+# the same moment removes every dead region, this one too, as happened once
+# when two `make test`s ran side by side)
+test -e /dev/shm/kslab.$pid && fail "kslabinfo -l did not remove the dead region"
 "$INFO" -p $pid 2> "$T/err" && fail "kslabinfo of a dead pid succeeded"
 grep -q "no process $pid" "$T/err" || fail "dead pid message"
 
