@@ -57,12 +57,26 @@ static inline void sleep_seconds(double s)
     nanosleep(&ts, NULL);
 }
 
+/* The sanitizer flavours (make test's ASan and TSan builds), as GCC and
+ * clang each say it: TEST_ASAN, TEST_TSAN, and TEST_SANITIZED for either,
+ * which the tests that repeat work (threads, forks, operations) read to run
+ * fewer repetitions of the same checks where every access is instrumented. */
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define TEST_ASAN 1
 #endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#if defined(TEST_ASAN) || defined(TEST_TSAN)
+#define TEST_SANITIZED 1
 #endif
 
 /* The process's resident set now, KiB (/proc/self/statm); 0 if unreadable.

@@ -14,7 +14,7 @@
 /* Sanitized builds run 20 000 (each creation and destroy is instrumented;
  * TSan alone took minutes for 100 000) and skip the RSS bound (their
  * shadow memory is per thread too). */
-#ifdef KSLAB_TEST_SANITIZED
+#ifdef TEST_SANITIZED
 #define NCACHES 20000
 #else
 #define NCACHES 100000
@@ -108,7 +108,7 @@ static void test_thread_state(void)
     long per = (during - before) / T;
     if (per > 256)
         fprintf(stderr, "%ld KiB per thread\n", per);
-#ifndef KSLAB_TEST_SANITIZED
+#ifndef TEST_SANITIZED
     CHECK(per <= 256);
     CHECK(read <= 64);
 #endif
@@ -143,7 +143,7 @@ static void *check_own(void *arg)
 
 /* Sanitized builds start 400: each thread's start and exit is instrumented,
  * and TSan took 35-42 s for the 2000. */
-#ifdef KSLAB_TEST_SANITIZED
+#ifdef TEST_SANITIZED
 #define MANY_THREADS 400
 #else
 #define MANY_THREADS 2000

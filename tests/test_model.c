@@ -96,10 +96,10 @@ static void full_check(void)
 
 int main(int argc, char **argv)
 {
-    /* one thread: under TSan (GCC's __SANITIZE_THREAD__, as test_thread
-     * tests it) there is no race to find here, and a million operations
-     * took 60-110 s a run, half of make test's TSan stage */
-#ifdef __SANITIZE_THREAD__
+    /* one thread: under TSan (TEST_TSAN, helpers.h) there is no race to
+     * find here, and a million operations took 60-110 s a run, half of
+     * make test's TSan stage */
+#ifdef TEST_TSAN
     long dflt = 200000;
 #else
     long dflt = 1000000;

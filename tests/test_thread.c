@@ -17,7 +17,7 @@ static void *handoff[5000];
 
 /* Short-lived threads in a row: the sanitized builds run fewer (TSan took
  * 12 s for the 200); a leak of two pages a thread still exceeds the bound. */
-#ifdef KSLAB_TEST_SANITIZED
+#ifdef TEST_SANITIZED
 #define EXIT_ROUNDS 50
 #else
 #define EXIT_ROUNDS 200
@@ -132,7 +132,7 @@ static void test_fork_single_threaded(void)
     int st = -1;    /* not an exit status, if the fork failed */
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#ifndef TEST_SANITIZED
     /* the sanitizers' own fork handlers write their state */
     if (parent_faults >= 12)
         fprintf(stderr, "fork: %ld page faults in the parent\n", parent_faults);
