@@ -36,8 +36,9 @@ test-tsan:
 # The measurement build without the per-CPU free tag (make bench's no-tag
 # rows; src/percpu.h, rule 8): everything but the double frees that only
 # the tag stops (test_death on slub and slab) must pass on it too.  The tag
-# is the per-CPU mode's alone, so the per-thread variants (.thread,
-# .glibc-norseq), the same code as in the plain build, are not run again;
+# is the per-CPU mode's alone, so the per-thread variants (.thread) are
+# not run again, nor .glibc-norseq (the per-CPU sections of the plain
+# tests, on kslab's own rseq registration: the tag plays no part in it);
 # nor is test_maplimit's full size (its RSS rules do not depend on the tag:
 # 10 000 blocks, as the sanitizers run it).  On the Zen 5 host of stop 59,
 # whose page faults take 15 us each, the whole of make test took 41 min.

@@ -91,7 +91,7 @@ fast_alloc_or(struct kmem_cache *s, gfp_t gfp, size_t kmalloc_size, kslab_alloc_
               kslab_alloc_miss_fn thread_miss, enum pcpu_claim how)
 {
     long off = kslab_rseq_off;
-    if (likely(off >= 0)) {                     /* kslab_percpu */
+    if (likely(off != KSLAB_RSEQ_NONE)) {       /* kslab_percpu */
         void *x = pcpu_pop_tag0(s, off);
         if (unlikely(!x))
             return pcpu_miss(s, gfp, kmalloc_size);
@@ -295,7 +295,7 @@ fast_alloc_small(size_t i, gfp_t gfp, size_t kmalloc_size, kslab_alloc_miss_fn p
                  kslab_alloc_miss_fn thread_miss)
 {
     long off = kslab_rseq_off;
-    if (likely(off >= 0)) {                     /* kslab_percpu */
+    if (likely(off != KSLAB_RSEQ_NONE)) {       /* kslab_percpu */
         /* acquire (a plain load on x86): kslab_malloc_pcpu_published's release */
         struct pcpu_sheaf *base = atomic_load_explicit(&malloc_small_pcpu[i], memory_order_acquire);
         void *x = pcpu_pop_base(base, off);

@@ -32,7 +32,7 @@
 #include "kfence.h"
 #include <string.h>
 
-long kslab_rseq_off = -1;
+long kslab_rseq_off = KSLAB_RSEQ_NONE;
 /* (the placeholder every tag immediate is assembled with, until
  * kslab_percpu_init patches in a random key: the two agree in every mode) */
 uint64_t kslab_tag_key = PCPU_TAG_PLACEHOLDER;
@@ -119,9 +119,11 @@ void kslab_percpu_init(void)
     /* init_on_alloc/free: the per-thread mode (slab_common.h) */
     bool off = want == 0 || kslab_init_on_alloc || kslab_init_on_free;
 #if defined(__x86_64__)
-    long off_rseq = off ? -1 : prim_rseq_offset();
+    long off_rseq = off ? KSLAB_RSEQ_NONE : prim_rseq_offset();
     nr_cpus = prim_possible_cpus();
-    if (off_rseq >= 0 && nr_cpus <= PCPU_MAX_CPUS && prim_rseq_fence_init()) {
+    /* (kslab's own struct rseq, off_rseq < 0: PCPU_IDLE_CPU is no CPU) */
+    unsigned max_cpus = off_rseq < 0 ? PCPU_IDLE_CPU : PCPU_MAX_CPUS;
+    if (off_rseq != KSLAB_RSEQ_NONE && nr_cpus <= max_cpus && prim_rseq_fence_init()) {
         tag_init();                 /* before any section runs */
         kslab_rseq_off = off_rseq;
         return;
@@ -278,24 +280,47 @@ static size_t array_bytes(void)
     return sizeof(struct pcpu_hdr) + ((size_t)nr_cpus << PCPU_SHIFT);
 }
 
+/* Where kslab registers rseq itself (kslab_rseq_off < 0), a thread not
+ * registered yet reads PCPU_IDLE_CPU as its CPU (percpu.h), and its
+ * sections index that entry of every array, IDLE_SPAN bytes past the
+ * array's start, far past its nr_cpus entries: it must read as cap 0 in
+ * every array.  So there the arrays are carved from the first IDLE_SPAN
+ * bytes of anonymous mappings of their own (IDLE_CHUNK), whose rest no one
+ * writes: every array's idle entry lies in it, and reads as zero.  The
+ * rest costs address space, and a page of memory where an idle entry is
+ * read (a zero page, where the kernel has one). */
+#define IDLE_SPAN ((size_t)PCPU_IDLE_CPU << PCPU_SHIFT)
+#define IDLE_CHUNK (2 * IDLE_SPAN + PCPU_STRIDE)
+
 static struct pcpu_sheaf *array_alloc(void)
 {
     static size_t carved;           /* arrays carved so far (under the lock) */
     size_t bytes = array_bytes(), step = bytes;
     if (!free_arrays) {
-        unsigned order = 0;
-        while ((PAGE_SIZE << order) < PAGE_SIZE + step || (PAGE_SIZE << order) < PCPU_CHUNK)
-            order++;
-        struct slab *p = pages_alloc(order, &pcpu_pages);
-        if (!p)
+        char *chunk;
+        size_t room;
+        if (kslab_rseq_off < 0) {
+            chunk = prim_map(IDLE_CHUNK);
+            room = IDLE_SPAN;
+        } else {
+            unsigned order = 0;
+            while ((PAGE_SIZE << order) < PAGE_SIZE + step || (PAGE_SIZE << order) < PCPU_CHUNK)
+                order++;
+            struct slab *p = pages_alloc(order, &pcpu_pages);
+            chunk = p ? slab_address(p) : NULL;
+            room = PAGE_SIZE << order;
+        }
+        if (!chunk)
             return NULL;
         /* each chunk goes on where the last one's colours stopped, as if
          * all the arrays were carved from one run: the k-th array's
          * header is in set k * step / 64 (mod the page), and step / 64
          * is odd, so 64 arrays in a row cover all 64 sets */
         size_t start = carved * step % PAGE_SIZE;
-        size_t n = ((PAGE_SIZE << order) - start) / step;
-        char *a = slab_address(p) + start;
+        if (room - start < step)
+            start = 0;              /* an idle chunk's one array, near 1022 CPUs */
+        size_t n = (room - start) / step;
+        char *a = chunk + start;
         carved += n;
         while (n--) {               /* pushed last to first: handed out in order */
             *(void **)(a + n * step) = free_arrays;
@@ -371,6 +396,7 @@ static bool pcpu_reclaim(struct kmem_cache *s)
 void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
 {
     void *x;
+    prim_rseq_thread();             /* a thread kslab registers: its first miss */
     if (!pcpu_sheaves(s)) {
         if (!kslab_be->cpu_refill(s, &x, 1, 1))
             return NULL;
@@ -435,6 +461,7 @@ static bool sheaf_make_room(struct kmem_cache *s, struct pcpu_sheaf *e)
  * onto the sheaf, making room if it is full, else straight to its slab. */
 void kslab_pcpu_free(struct kmem_cache *s, void *x)
 {
+    prim_rseq_thread();
     pcpu_tag_set(s, x);
     if (pcpu_base(s) != pcpu_none) {
         for (;;) {
@@ -460,6 +487,7 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
  * straight from the slabs. */
 int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
 {
+    prim_rseq_thread();
     size_t i = 0, fast;
     if (size <= BULK_SINGLE) {
         for (; i < size; i++) {
@@ -568,6 +596,7 @@ static void pcpu_push_all(struct kmem_cache *s, void **buf, unsigned n)
  */
 void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p)
 {
+    prim_rseq_thread();
     const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
     void *buf[PCPU_CAP_MAX];
     unsigned nb = 0;

@@ -264,9 +264,51 @@ static long glibc_rseq_offset(void)
      * rseq; glibc.pthread.rseq=0).  The calling thread must also have a CPU
      * number: cpu_id is -1 or -2 when it is not registered. */
     if (!&__rseq_offset || !&__rseq_size || __rseq_size < 16)
-        return -1;
+        return KSLAB_RSEQ_NONE;
     int cpu = *(volatile int *)(thread_pointer() + (uintptr_t)__rseq_offset + 4);
-    return cpu >= 0 ? (long)__rseq_offset : -1;
+    return cpu >= 0 ? (long)__rseq_offset : KSLAB_RSEQ_NONE;
+}
+
+/* kslab's own struct rseq (the kernel's uapi layout; 32 bytes, 32-byte
+ * aligned), for glibc that did not register one: before 2.35, or told
+ * not to (glibc.pthread.rseq=0).  Initial-exec, so its offset from the
+ * thread pointer is the same in every thread (negative: below the TCB).
+ * cpu_id starts at KSLAB_RSEQ_IDLE_CPU in every new thread, not the
+ * kernel's -1 for "not registered" (the sections zero-extend it, a movl;
+ * sign-extending cost the drop-in's pairs 2-4 %): that entry is cap 0 in
+ * every sheaf array (percpu.c), so an unregistered thread misses into the
+ * slow paths, which register it (prim_rseq_thread).  The area is
+ * the thread's static TLS, which lives until the thread has exited, and
+ * the kernel writes it only while the thread runs; a fork's child
+ * inherits the registration with the address. */
+struct kslab_rseq_area {
+    uint32_t cpu_id_start;
+    uint32_t cpu_id;
+    uint64_t rseq_cs;
+    uint32_t flags;
+    uint32_t pad[3];
+};
+static __thread struct kslab_rseq_area own_rseq
+    __attribute__((aligned(32), tls_model("initial-exec"))) = { .cpu_id = KSLAB_RSEQ_IDLE_CPU };
+static __thread bool own_tried __attribute__((tls_model("initial-exec")));
+static bool own_mode;               /* set once, by kslab_init's thread */
+#define KSLAB_RSEQ_SIG 0x53053053   /* the sections' abort signature (percpu.h) */
+
+static bool own_register(void)
+{
+    own_tried = true;
+    return syscall(__NR_rseq, &own_rseq, (uint32_t)sizeof own_rseq, 0, KSLAB_RSEQ_SIG) == 0;
+}
+
+/* The calling thread's registration, where kslab owns it.  EBUSY (another
+ * library registered an area for this thread first) or any other failure
+ * leaves cpu_id at KSLAB_RSEQ_IDLE_CPU: the thread's sections keep missing, and its
+ * objects go to and from the slabs through the slow paths, which work
+ * without a CPU. */
+void prim_rseq_thread(void)
+{
+    if (own_mode && !own_tried)
+        own_register();
 }
 
 #ifdef KSLAB_FAKE_CPU
@@ -290,8 +332,14 @@ static bool faking;                 /* set once, by kslab_init's thread */
 long prim_rseq_offset(void)
 {
     long off = glibc_rseq_offset();
+    /* glibc registered none: kslab's own, if the kernel takes it for this
+     * thread (not under valgrind, which has no rseq) */
+    if (off == KSLAB_RSEQ_NONE && (!&__rseq_size || __rseq_size == 0) && own_register()) {
+        own_mode = true;
+        return (long)((uintptr_t)&own_rseq - thread_pointer());
+    }
 #ifdef KSLAB_FAKE_CPU
-    if (off < 0 && &__rseq_offset && __rseq_offset > 0) {
+    if (off == KSLAB_RSEQ_NONE && &__rseq_offset && __rseq_offset > 0) {
         uint32_t *ids = (uint32_t *)(thread_pointer() + (uintptr_t)__rseq_offset);
         ids[0] = ids[1] = 0;        /* cpu_id_start, cpu_id */
         faking = true;

@@ -28,6 +28,18 @@
 
 extern const unsigned int __rseq_size __attribute__((weak));
 
+/* Does the kernel have rseq (valgrind's does not)?  A registration with a
+ * NULL area is refused with EINVAL where it does, ENOSYS where not. */
+static bool kernel_rseq(void)
+{
+    return syscall(__NR_rseq, NULL, 0, 0, 0) != 0 && errno != ENOSYS;
+}
+
+static bool glibc_rseq(void)
+{
+    return &__rseq_size && __rseq_size >= 16;
+}
+
 static void test_mode(void)
 {
     const char *env = getenv("KSLAB_PERCPU");
@@ -38,15 +50,128 @@ static void test_mode(void)
     else                                /* rseq or not: the fake CPU 0 */
         CHECK(strcmp(mode, "percpu") == 0);
 #else
-    else if (&__rseq_size && __rseq_size >= 16 &&
+    /* the per-CPU mode wherever the kernel has rseq: on glibc's
+     * registration, or where glibc made none (glibc.pthread.rseq=0 in the
+     * .glibc-norseq tests, glibc before 2.35) on kslab's own */
+    else if (kernel_rseq() &&
              (syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) &
               MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) &&
              sysconf(_SC_NPROCESSORS_CONF) <= 1024)
-        CHECK(strcmp(mode, "percpu") == 0);      /* the default where rseq works */
-    else if (!&__rseq_size || __rseq_size < 16)
-        CHECK(strcmp(mode, "thread") == 0);      /* valgrind, old glibc */
+        CHECK(strcmp(mode, "percpu") == 0);
+    else if (!kernel_rseq())
+        CHECK(strcmp(mode, "thread") == 0);      /* valgrind */
 #endif
-    printf("cpu mode: %s\n", mode);
+    printf("cpu mode: %s (rseq registered by %s)\n", mode,
+           glibc_rseq() ? "glibc" : "kslab, where it can");
+}
+
+/* Where kslab registers rseq itself (glibc made no registration): a thread
+ * that registered an area of its own first (as another library may) makes
+ * kslab's registration fail with EBUSY; its cpu_id in kslab's area stays
+ * at its initial 1023, whose entry is cap 0 in every sheaf array, and
+ * everything it allocates and frees goes through the slow paths.
+ * Objects cross between it and the main thread both ways, and every one
+ * keeps its contents. */
+static struct kmem_cache *busy_cache;
+#define TAKEN_N 4096
+static uint64_t *from_main[TAKEN_N], *to_main[TAKEN_N];
+static uint64_t taken_val(int i, int round)
+{
+    return (uint64_t)i * 977 + (uint64_t)round;
+}
+static void *rseq_taken(void *arg)
+{
+    (void)arg;
+    static __thread struct { uint32_t a, b; uint64_t cs; uint32_t flags, pad[3]; }
+        mine __attribute__((aligned(32)));
+    if (syscall(__NR_rseq, &mine, 32, 0, 0x12345678) != 0)     /* ours, first */
+        return (void *)4;
+    long bad = 0;
+    /* its first calls are frees, of the main thread's objects */
+    for (int i = 0; i < TAKEN_N; i++) {
+        bad += from_main[i][0] != taken_val(i, -1);
+        i % 2 ? kfree(from_main[i]) : kmem_cache_free(busy_cache, from_main[i]);
+    }
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < TAKEN_N; i++) {
+            uint64_t *o = i % 2 ? kmalloc(96, GFP_KERNEL) : kmem_cache_alloc(busy_cache, GFP_KERNEL);
+            if (!o)
+                return (void *)2;
+            o[0] = o[11] = taken_val(i, round);
+            to_main[i] = o;
+        }
+        if (round == 19)
+            break;                      /* the last round's: the main thread frees them */
+        for (int i = 0; i < TAKEN_N; i++) {
+            bad += to_main[i][0] != to_main[i][11] || to_main[i][0] != taken_val(i, round);
+            i % 2 ? kfree(to_main[i]) : kmem_cache_free(busy_cache, to_main[i]);
+        }
+        void *bulk[64];
+        if (kmem_cache_alloc_bulk(busy_cache, GFP_KERNEL, 64, bulk) != 64)
+            return (void *)3;
+        kmem_cache_free_bulk(busy_cache, 64, bulk);
+    }
+    return (void *)(intptr_t)(bad ? 1 : 0);
+}
+
+static void test_rseq_taken(void)
+{
+    if (glibc_rseq() || !kernel_rseq() || strcmp(kslab_cpu_mode(), "percpu") != 0)
+        return;                         /* glibc's registration: nothing of kslab's to refuse */
+    busy_cache = kmem_cache_create("rseq_taken", 96, 0, SLAB_NO_MERGE, NULL);
+    for (int i = 0; i < TAKEN_N; i++) {
+        from_main[i] = i % 2 ? kmalloc(96, GFP_KERNEL) : kmem_cache_alloc(busy_cache, GFP_KERNEL);
+        from_main[i][0] = taken_val(i, -1);
+    }
+    pthread_t t;
+    void *r = (void *)5;
+    CHECK(pthread_create(&t, NULL, rseq_taken, NULL) == 0);
+    CHECK(pthread_join(t, &r) == 0);
+    CHECK_EQ((long)(intptr_t)r, 0);
+    long bad = 0;
+    for (int i = 0; i < TAKEN_N && !r; i++) {
+        bad += to_main[i][0] != to_main[i][11] || to_main[i][0] != taken_val(i, 19);
+        i % 2 ? kfree(to_main[i]) : kmem_cache_free(busy_cache, to_main[i]);
+    }
+    CHECK_EQ(bad, 0);
+    kmem_cache_shrink(busy_cache);
+    struct kslab_stats st;
+    kslab_cache_stats(busy_cache, &st);
+    CHECK_EQ(st.active_objs, 0);
+    /* its sections all missed: no fast allocation of its own (the main
+     * thread's first TAKEN_N / 2 came before the sheaves, slow start) */
+    CHECK(st.alloc_fastpath < TAKEN_N);
+    kmem_cache_destroy(busy_cache);
+    printf("a thread whose rseq kslab could not register: %s (%llu fast allocations)\n",
+           r ? "failed" : "worked", (unsigned long long)st.alloc_fastpath);
+}
+
+/* Where kslab registers rseq itself, a new thread is registered at its
+ * first miss, and from then on takes the fast paths. */
+static void *own_thread(void *arg)
+{
+    struct kmem_cache *c = arg;
+    for (int i = 0; i < 100000; i++)
+        kmem_cache_free(c, kmem_cache_alloc(c, GFP_KERNEL));
+    return NULL;
+}
+
+static void test_rseq_own_thread(void)
+{
+    const char *be = kslab_allocator_name();
+    if (glibc_rseq() || !kernel_rseq() || strcmp(kslab_cpu_mode(), "percpu") != 0 ||
+        (strcmp(be, "slub") != 0 && strcmp(be, "slab") != 0))
+        return;                         /* SLOB and slob-seg: no sheaves, no sections */
+    struct kmem_cache *c = kmem_cache_create("rseq_own", 64, 0, SLAB_NO_MERGE, NULL);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, own_thread, c) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    struct kslab_stats st;
+    kslab_cache_stats(c, &st);
+    CHECK(st.alloc_fastpath > 99000);
+    printf("a thread kslab registered: %llu of 100000 allocations fast\n",
+           (unsigned long long)st.alloc_fastpath);
+    kmem_cache_destroy(c);
 }
 
 #define OBJ 96
@@ -635,6 +760,8 @@ int main(int argc, char **argv)
     if (argc == 2 && (!strcmp(argv[1], "--tag-key") || !strcmp(argv[1], "--tag-double")))
         return tag_child(!strcmp(argv[1], "--tag-double"));
     test_mode();
+    test_rseq_taken();
+    test_rseq_own_thread();
     test_tag_key(argv[0]);
     test_tag_key_wx(argv[0]);
 
