@@ -125,6 +125,8 @@ void kslab_percpu_init(void)
     unsigned max_cpus = off_rseq < 0 ? PCPU_IDLE_CPU : PCPU_MAX_CPUS;
     if (off_rseq != KSLAB_RSEQ_NONE && nr_cpus <= max_cpus && prim_rseq_fence_init()) {
         tag_init();                 /* before any section runs */
+        if (off_rseq < 0)
+            prim_rseq_own_start();  /* kslab's own struct rseq (prim.h) */
         kslab_rseq_off = off_rseq;
         return;
     }

@@ -101,6 +101,12 @@ long prim_rseq_offset(void);
  * has tried. */
 #define KSLAB_RSEQ_IDLE_CPU 1023
 void prim_rseq_thread(void);
+/* The per-CPU mode chosen on kslab's own area (prim_rseq_offset gave a
+ * negative offset): from now on each thread registers at its first slow
+ * path.  Nothing is registered before, so that where the per-CPU mode is
+ * not taken (too many CPUs, no membarrier RSEQ) the area stays free for
+ * another library. */
+void prim_rseq_own_start(void);
 unsigned prim_possible_cpus(void);
 bool prim_rseq_fence_init(void);
 void prim_rseq_fence(unsigned cpu);

@@ -294,10 +294,10 @@ static __thread bool own_tried __attribute__((tls_model("initial-exec")));
 static bool own_mode;               /* set once, by kslab_init's thread */
 #define KSLAB_RSEQ_SIG 0x53053053   /* the sections' abort signature (percpu.h) */
 
-static bool own_register(void)
+static void own_register(void)
 {
     own_tried = true;
-    return syscall(__NR_rseq, &own_rseq, (uint32_t)sizeof own_rseq, 0, KSLAB_RSEQ_SIG) == 0;
+    syscall(__NR_rseq, &own_rseq, (uint32_t)sizeof own_rseq, 0, KSLAB_RSEQ_SIG);
 }
 
 /* The calling thread's registration, where kslab owns it.  EBUSY (another
@@ -309,6 +309,19 @@ void prim_rseq_thread(void)
 {
     if (own_mode && !own_tried)
         own_register();
+}
+
+void prim_rseq_own_start(void)
+{
+    own_mode = true;
+}
+
+/* Does the kernel have rseq?  A registration of no area is refused with
+ * EINVAL (or EBUSY, where the thread has one) where it does, ENOSYS where
+ * not (valgrind's). */
+static bool kernel_rseq(void)
+{
+    return syscall(__NR_rseq, NULL, 0, 0, 0) != 0 && errno != ENOSYS;
 }
 
 #ifdef KSLAB_FAKE_CPU
@@ -332,12 +345,11 @@ static bool faking;                 /* set once, by kslab_init's thread */
 long prim_rseq_offset(void)
 {
     long off = glibc_rseq_offset();
-    /* glibc registered none: kslab's own, if the kernel takes it for this
-     * thread (not under valgrind, which has no rseq) */
-    if (off == KSLAB_RSEQ_NONE && (!&__rseq_size || __rseq_size == 0) && own_register()) {
-        own_mode = true;
+    /* glibc registered none: kslab's own, where the kernel has rseq (not
+     * under valgrind); registered thread by thread once the per-CPU mode
+     * is chosen (prim_rseq_own_start), this one too */
+    if (off == KSLAB_RSEQ_NONE && (!&__rseq_size || __rseq_size == 0) && kernel_rseq())
         return (long)((uintptr_t)&own_rseq - thread_pointer());
-    }
 #ifdef KSLAB_FAKE_CPU
     if (off == KSLAB_RSEQ_NONE && &__rseq_offset && __rseq_offset > 0) {
         uint32_t *ids = (uint32_t *)(thread_pointer() + (uintptr_t)__rseq_offset);
