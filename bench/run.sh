@@ -180,9 +180,12 @@ if want_section 00; then
 # ---- 1. micro: one alloc+free pair ------------------------------------------
 echo "== micro: alloc+free pairs"
 : > "$RAW/micro.tsv"
-# both cpu modes, interleaved: the per-CPU (rseq) default and KSLAB_PERCPU=0
+# both cpu modes, interleaved: the per-CPU (rseq) default, the same on
+# kslab's own rseq registration (glibc told to make none, as glibc before
+# 2.35 makes none) and KSLAB_PERCPU=0
 for r in 1 2; do
   $B/micro_static "kslab (static, per-CPU) #$r" >> "$RAW/micro.tsv"
+  GLIBC_TUNABLES=glibc.pthread.rseq=0 $B/micro_static "kslab (static, per-CPU, own rseq) #$r" >> "$RAW/micro.tsv"
   KSLAB_PERCPU=0 $B/micro_static "kslab (static, per-thread) #$r" >> "$RAW/micro.tsv"
 done
 $B/micro_shared "kslab (libkslab.so, per-CPU)" >> "$RAW/micro.tsv"
@@ -198,6 +201,8 @@ done
   echo "\`kmalloc(32)\`+\`kfree\`, and the first pair again for a cache with a constructor (its"
   echo "free tag after the object, so its pops and pushes leave the inline paths: README, \"The tag"
   echo "at offset 0 on the inline paths\").  Peers: \`malloc\`+\`free\` of the same sizes."
+  echo "*own rseq*: the per-CPU mode on kslab's own rseq registration, where glibc made none"
+  echo "(here \`GLIBC_TUNABLES=glibc.pthread.rseq=0\`; glibc before 2.35 makes none)."
   echo
   echo "| allocator | pair | ns/pair (min-max) | cycles/pair |"
   echo "|---|---|---|---|"
