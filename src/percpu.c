@@ -121,12 +121,10 @@ void kslab_percpu_init(void)
 #if defined(__x86_64__)
     long off_rseq = off ? KSLAB_RSEQ_NONE : prim_rseq_offset();
     nr_cpus = prim_possible_cpus();
-    /* (kslab's own struct rseq, off_rseq < 0: PCPU_IDLE_CPU is no CPU) */
-    unsigned max_cpus = off_rseq < 0 ? PCPU_IDLE_CPU : PCPU_MAX_CPUS;
+    /* (kslab's own struct rseq, off_rseq < 0: KSLAB_RSEQ_IDLE_CPU is no CPU) */
+    unsigned max_cpus = off_rseq < 0 ? KSLAB_RSEQ_IDLE_CPU : PCPU_MAX_CPUS;
     if (off_rseq != KSLAB_RSEQ_NONE && nr_cpus <= max_cpus && prim_rseq_fence_init()) {
         tag_init();                 /* before any section runs */
-        if (off_rseq < 0)
-            prim_rseq_own_start();  /* kslab's own struct rseq (prim.h) */
         kslab_rseq_off = off_rseq;
         return;
     }
@@ -283,7 +281,7 @@ static size_t array_bytes(void)
 }
 
 /* Where kslab registers rseq itself (kslab_rseq_off < 0), a thread not
- * registered yet reads PCPU_IDLE_CPU as its CPU (percpu.h), and its
+ * registered yet reads KSLAB_RSEQ_IDLE_CPU as its CPU (prim.h), and its
  * sections index that entry of every array, IDLE_SPAN bytes past the
  * array's start, far past its nr_cpus entries: it must read as cap 0 in
  * every array.  So there the arrays are carved from the first IDLE_SPAN
@@ -291,7 +289,7 @@ static size_t array_bytes(void)
  * writes: every array's idle entry lies in it, and reads as zero.  The
  * rest costs address space, and a page of memory where an idle entry is
  * read (a zero page, where the kernel has one). */
-#define IDLE_SPAN ((size_t)PCPU_IDLE_CPU << PCPU_SHIFT)
+#define IDLE_SPAN ((size_t)KSLAB_RSEQ_IDLE_CPU << PCPU_SHIFT)
 #define IDLE_CHUNK (2 * IDLE_SPAN + PCPU_STRIDE)
 
 static struct pcpu_sheaf *array_alloc(void)
@@ -395,10 +393,20 @@ static bool pcpu_reclaim(struct kmem_cache *s)
     return true;
 }
 
+/* Where the per-CPU mode runs on kslab's own struct rseq (kslab_rseq_off <
+ * 0, prim.h), the calling thread's registration at its first slow path:
+ * its sections miss until then.  Inline, so that on glibc's registration
+ * the slow paths pay one compare of the mode word, not a call. */
+static inline void pcpu_register(void)
+{
+    if (kslab_rseq_off < 0)
+        prim_rseq_register();
+}
+
 void *kslab_pcpu_alloc(struct kmem_cache *s, gfp_t gfp)
 {
     void *x;
-    prim_rseq_thread();             /* a thread kslab registers: its first miss */
+    pcpu_register();
     if (!pcpu_sheaves(s)) {
         if (!kslab_be->cpu_refill(s, &x, 1, 1))
             return NULL;
@@ -463,7 +471,7 @@ static bool sheaf_make_room(struct kmem_cache *s, struct pcpu_sheaf *e)
  * onto the sheaf, making room if it is full, else straight to its slab. */
 void kslab_pcpu_free(struct kmem_cache *s, void *x)
 {
-    prim_rseq_thread();
+    pcpu_register();
     pcpu_tag_set(s, x);
     if (pcpu_base(s) != pcpu_none) {
         for (;;) {
@@ -489,7 +497,7 @@ void kslab_pcpu_free(struct kmem_cache *s, void *x)
  * straight from the slabs. */
 int kslab_pcpu_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t size, void **p)
 {
-    prim_rseq_thread();
+    pcpu_register();
     size_t i = 0, fast;
     if (size <= BULK_SINGLE) {
         for (; i < size; i++) {
@@ -598,7 +606,7 @@ static void pcpu_push_all(struct kmem_cache *s, void **buf, unsigned n)
  */
 void kslab_pcpu_free_bulk(struct kmem_cache *want, size_t size, void **p)
 {
-    prim_rseq_thread();
+    pcpu_register();
     const char *fn = want ? "kmem_cache_free_bulk" : "kfree_bulk";
     void *buf[PCPU_CAP_MAX];
     unsigned nb = 0;

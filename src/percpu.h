@@ -18,7 +18,7 @@
  *  1. Each critical section first stores its descriptor's address in the
  *     thread's rseq_cs (label 0, outside the section), then reads cpu_id
  *     inside the section (label 1) and indexes the entry with it (a
- *     thread whose rseq kslab registers itself reads PCPU_IDLE_CPU until
+ *     thread whose rseq kslab registers itself reads KSLAB_RSEQ_IDLE_CPU until
  *     it is registered: that entry is cap 0 in every array, so the
  *     section misses, rule 4; prim.h, percpu.c's arrays).  If the
  *     thread is preempted, migrated or signalled before the commit, the
@@ -227,13 +227,12 @@ static inline const struct pcpu_hdr *pcpu_hdr_of(const struct pcpu_sheaf *base)
  * both the mode test and the sections' input. */
 extern long kslab_rseq_off __attribute__((visibility("hidden")));
 #define kslab_percpu (kslab_rseq_off != KSLAB_RSEQ_NONE)
-/* The CPU number a thread kslab has not registered yet reads in its own
- * struct rseq (prim.h): the last entry of every array, never a real CPU
- * (kslab_percpu_init keeps the per-thread mode where there are as many
- * possible CPUs), cap 0 in every array (percpu.c), so every section
- * misses on it. */
-#define PCPU_IDLE_CPU (PCPU_MAX_CPUS - 1)
-_Static_assert(PCPU_IDLE_CPU == KSLAB_RSEQ_IDLE_CPU, "prim.h's own struct rseq starts on it");
+/* KSLAB_RSEQ_IDLE_CPU (prim.h), the CPU number a thread kslab has not
+ * registered yet reads in its own struct rseq, is the last entry of every
+ * array: never a real CPU (kslab_percpu_init keeps the per-thread mode
+ * where there are as many possible CPUs), cap 0 in every array (percpu.c),
+ * so every section misses on it. */
+_Static_assert(KSLAB_RSEQ_IDLE_CPU == PCPU_MAX_CPUS - 1, "the idle entry is every array's last");
 
 /* The free tag (rule 8): a free object in a sheaf holds kslab_tag_key at
  * x + s->offset.  Random per process and odd: never 0, never a pointer.

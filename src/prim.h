@@ -93,20 +93,16 @@ long prim_rseq_offset(void);
  * slower, 6.95-7.00 cycles against main's 6.83-6.88.) */
 #define KSLAB_RSEQ_NONE 0
 /* Where glibc did not register rseq (before 2.35, glibc.pthread.rseq=0)
- * kslab registers a struct rseq of its own for each thread, at the thread's
- * first per-CPU slow path: until then the thread's cpu_id is
- * KSLAB_RSEQ_IDLE_CPU, whose entry is cap 0 in every sheaf array
- * (percpu.h, PCPU_IDLE_CPU), so each section misses into a slow path,
- * which calls this.  A no-op where glibc registered, or once the thread
- * has tried. */
+ * prim_rseq_offset gives the offset of a struct rseq of kslab's own
+ * (negative) and registers nothing.  Once the per-CPU mode runs on it,
+ * each thread registers it at its first per-CPU slow path (percpu.c,
+ * pcpu_register, calls this: a no-op once the thread has tried), so that
+ * where the per-CPU mode is not taken the area stays free for another
+ * library.  Until then the thread's cpu_id is KSLAB_RSEQ_IDLE_CPU, whose
+ * entry is cap 0 in every sheaf array (percpu.h), so each section misses
+ * into a slow path. */
 #define KSLAB_RSEQ_IDLE_CPU 1023
-void prim_rseq_thread(void);
-/* The per-CPU mode chosen on kslab's own area (prim_rseq_offset gave a
- * negative offset): from now on each thread registers at its first slow
- * path.  Nothing is registered before, so that where the per-CPU mode is
- * not taken (too many CPUs, no membarrier RSEQ) the area stays free for
- * another library. */
-void prim_rseq_own_start(void);
+void prim_rseq_register(void);
 unsigned prim_possible_cpus(void);
 bool prim_rseq_fence_init(void);
 void prim_rseq_fence(unsigned cpu);

@@ -277,7 +277,7 @@ static long glibc_rseq_offset(void)
  * kernel's -1 for "not registered" (the sections zero-extend it, a movl;
  * sign-extending cost the drop-in's pairs 2-4 %): that entry is cap 0 in
  * every sheaf array (percpu.c), so an unregistered thread misses into the
- * slow paths, which register it (prim_rseq_thread).  The area is
+ * slow paths, which register it (prim_rseq_register).  The area is
  * the thread's static TLS, which lives until the thread has exited, and
  * the kernel writes it only while the thread runs; a fork's child
  * inherits the registration with the address. */
@@ -291,29 +291,19 @@ struct kslab_rseq_area {
 static __thread struct kslab_rseq_area own_rseq
     __attribute__((aligned(32), tls_model("initial-exec"))) = { .cpu_id = KSLAB_RSEQ_IDLE_CPU };
 static __thread bool own_tried __attribute__((tls_model("initial-exec")));
-static bool own_mode;               /* set once, by kslab_init's thread */
 #define KSLAB_RSEQ_SIG 0x53053053   /* the sections' abort signature (percpu.h) */
 
-static void own_register(void)
+/* The calling thread's registration of kslab's own area, tried once.
+ * EBUSY (another library registered an area for this thread first) or any
+ * other failure leaves cpu_id at KSLAB_RSEQ_IDLE_CPU: the thread's sections
+ * keep missing, and its objects go to and from the slabs through the slow
+ * paths, which work without a CPU. */
+void prim_rseq_register(void)
 {
+    if (own_tried)
+        return;
     own_tried = true;
     syscall(__NR_rseq, &own_rseq, (uint32_t)sizeof own_rseq, 0, KSLAB_RSEQ_SIG);
-}
-
-/* The calling thread's registration, where kslab owns it.  EBUSY (another
- * library registered an area for this thread first) or any other failure
- * leaves cpu_id at KSLAB_RSEQ_IDLE_CPU: the thread's sections keep missing, and its
- * objects go to and from the slabs through the slow paths, which work
- * without a CPU. */
-void prim_rseq_thread(void)
-{
-    if (own_mode && !own_tried)
-        own_register();
-}
-
-void prim_rseq_own_start(void)
-{
-    own_mode = true;
 }
 
 /* Does the kernel have rseq?  A registration of no area is refused with
@@ -347,7 +337,7 @@ long prim_rseq_offset(void)
     long off = glibc_rseq_offset();
     /* glibc registered none: kslab's own, where the kernel has rseq (not
      * under valgrind); registered thread by thread once the per-CPU mode
-     * is chosen (prim_rseq_own_start), this one too */
+     * runs on it (prim_rseq_register), this one too */
     if (off == KSLAB_RSEQ_NONE && (!&__rseq_size || __rseq_size == 0) && kernel_rseq())
         return (long)((uintptr_t)&own_rseq - thread_pointer());
 #ifdef KSLAB_FAKE_CPU
