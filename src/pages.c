@@ -35,7 +35,7 @@
  *    (hot_cut).  It holds at most hot_limit() pages (512 KiB + half of
  *    what is in use, and never less than 4 MiB); beyond, blocks are given
  *    back (largest first) until it is at half that.  A decay tick (at most
- *    once a second, checked every 64 global operations) gives back what the reserve did not need since the
+ *    once a second, KSLAB_DECAY_MS; checked every 64 global operations) gives back what the reserve did not need since the
  *    last tick: its low-water mark.  kslab_trim() gives back everything.
  * Blocks leave the reserve sorted by address and are released in as few
  * madvise calls as there are contiguous runs, then merged into the buddy.
@@ -77,7 +77,6 @@ static size_t hot_min;                                 /* low-water mark since t
  * madvise calls) against 17-26 ns for glibc, which keeps up to twice its
  * largest freed block at the top of its heap for the same reason. */
 #define HOT_FLOOR_PAGES (1u << MAX_PAGE_ORDER)
-#define DECAY_NS 1000000000ull                         /* the decay tick: 1 s */
 static uint64_t decay_ops, decay_last_ns, decay_tick_no;
 
 /* The huge mapping cache (pages_lock), newest first. */
@@ -455,10 +454,10 @@ static void hot_trim(struct pending *w)
     size_t limit = hot_limit();
     if (hot_pages > limit)
         hot_take(w, hot_pages - limit / 2);
-    if (++decay_ops & 63)
+    if (++decay_ops & 63 || !kslab_opts.decay_ns)
         return;
     uint64_t now = prim_now_ns();
-    if (now - decay_last_ns < DECAY_NS)
+    if (now - decay_last_ns < kslab_opts.decay_ns)
         return;
     decay_last_ns = now;
     decay_tick_no++;

@@ -47,7 +47,6 @@
 enum { OBJFREELIST = 0, OFF_SLAB = 1, ON_SLAB = 2 };
 enum { LIST_FULL = 0, LIST_PARTIAL = 1, LIST_FREE = 2 };
 #define SLAB_MAX_ORDER_HI 1           /* the kernel's slab_max_order on big machines */
-#define REAP_INTERVAL_NS 2000000000ull
 
 /* ---- geometry --------------------------------------------------------------- */
 
@@ -406,13 +405,16 @@ static void free_block(struct kmem_cache *s, void **objs, unsigned n)
 
 /* ---- periodic reaping ------------------------------------------------------------- */
 
-/* cache_reap(), run from a slow path at most every 2 s: give a fifth of the
+/* cache_reap(), run from a slow path at most every 2 s (two of
+ * KSLAB_DECAY_MS's ticks; never with 0): give a fifth of the
  * shared array back to the slabs and destroy free slabs beyond free_limit. */
 static struct slab *maybe_reap(struct kmem_cache *s)
 {
     struct slab_cache *sc = slab_c(s);
+    if (!kslab_opts.decay_ns)
+        return NULL;
     uint64_t now = prim_now_ns();
-    if (now - sc->last_reap_ns < REAP_INTERVAL_NS)
+    if (now - sc->last_reap_ns < 2 * kslab_opts.decay_ns)
         return NULL;
     sc->last_reap_ns = now;
     unsigned n = (sc->limit + 4) / 5;

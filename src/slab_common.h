@@ -640,6 +640,13 @@ struct kslab_options {
     bool nomerge;
     bool slabinfo_at_exit;
     bool slab_index_int;    /* KSLAB_SLAB_INDEX=int: SLAB's 32-bit freelist indexes */
+    /* KSLAB_DECAY_MS: the time base of what kslab gives back by itself --
+     * the page layer's decay tick (pages.c, every decay_ns) and SLAB's
+     * cache_reap (slab.c, every 2 ticks, the kernel's 2 s).  0: neither
+     * runs; memory goes back through the reserve's bounds, shrink and
+     * kslab_trim() only, so the same calls hold the same memory however
+     * long they take (kslab-replay sets it). */
+    uint64_t decay_ns;
 };
 /* init_on_alloc / init_on_free (KSLAB_INIT_ON_ALLOC=1, KSLAB_INIT_ON_FREE=1;
  * the kernel's boot options): every allocation zeroed, every freed object

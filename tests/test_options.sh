@@ -21,6 +21,7 @@ bad "not N or Nms; KFENCE off" KSLAB_KFENCE=100us
 bad "not a number (decimal digits, below 2^64); using 8" KSLAB_RANDOM_WINDOW=eight
 bad "not a number (decimal digits, below 2^64); using 8" KSLAB_RANDOM_WINDOW=99999999999999999999999
 bad "not a number (decimal digits, below 2^64); using 100" KSLAB_PUBLISH_MS=1s
+bad "not a number (decimal digits, below 2^64); using 1000" KSLAB_DECAY_MS=1s
 bad "not a number (decimal digits, below 2^64); using 0" KSLAB_RANDOM_KMALLOC=" 4"
 bad "takes 0 or 1; taken as 1" KSLAB_HARDENED=off
 bad "takes 0 or 1; taken as 1" KSLAB_PERCPU=2
@@ -31,7 +32,7 @@ run KSLAB_SLABINFO=yes | grep -q "slabinfo - version" || fail "KSLAB_SLABINFO=ye
 
 for ok in KSLAB_KFENCE=0 KSLAB_KFENCE=100 KSLAB_KFENCE=100ms KSLAB_RANDOM_WINDOW=4 KSLAB_RANDOM_SMALL_SPAN=0 KSLAB_HARDENED=0 \
           KSLAB_HARDENED=1 KSLAB_PERCPU=0 KSLAB_PUBLISH=0 KSLAB_PUBLISH_MS=50 KSLAB_NOMERGE=1 \
-          KSLAB_RANDOM_KMALLOC=4 KSLAB_HARDENED= ; do
+          KSLAB_RANDOM_KMALLOC=4 KSLAB_HARDENED= KSLAB_DECAY_MS=0 KSLAB_DECAY_MS=250 ; do
   good $ok
 done
 good KSLAB_ALLOCATOR=slab KSLAB_SLAB_INDEX=int

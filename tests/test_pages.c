@@ -5,6 +5,8 @@
 #include "check.h"
 #include <sched.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 #include "helpers.h"
 #include "slub.h"
 #include "percpu.h"
@@ -263,6 +265,57 @@ static void test_hot_cut(void)
     pages_free(s1, 1);
     pages_release_all();
     CHECK_EQ(pages_check(), 0);
+}
+
+/* The decay tick (KSLAB_DECAY_MS): a freed block the reserve does not need
+ * for a whole tick goes back to the OS; with 0 nothing goes back by the
+ * clock.  A one-page large block allocated and freed over and over (global
+ * operations, which run the tick) keeps the reserve at 8 or 9 pages, so the
+ * 8-page block below sits unused: gone after two ticks (the first sets the
+ * low-water mark), kept for as long as this runs with the tick off. */
+static int decay_spin(double seconds, size_t keep_pages)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            char *q = pages_large_alloc(NULL, 1, 0, false);
+            CHECK(q != NULL);
+            q[0] = 1;
+            CHECK(pages_large_free(NULL, pages_large_head(q)));
+        }
+        struct kslab_memory m;
+        kslab_memory(&m);
+        if (m.hot_bytes < keep_pages * PAGE_SIZE)
+            return 1;                           /* given back */
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 > seconds)
+            return 0;
+        usleep(2000);
+    }
+}
+
+static void test_decay(void)
+{
+    CHECK_EQ(kslab_opts.decay_ns, 1000000000ull);   /* the default: 1 s */
+    uint64_t saved = kslab_opts.decay_ns;
+    for (int off = 1; off >= 0; off--) {
+        pages_release_all();
+        kslab_opts.decay_ns = off ? 0 : 20 * 1000000ull;
+        char *p = pages_large_alloc(NULL, 8, 0, false);
+        CHECK(p != NULL);
+        memset(p, 0x2d, 8 * PAGE_SIZE);
+        CHECK(pages_large_free(NULL, pages_large_head(p)));
+        struct kslab_memory m;
+        kslab_memory(&m);
+        CHECK_EQ(m.hot_bytes, 8 * PAGE_SIZE);
+        /* off: 0.3 s, 15 of the 20 ms ticks; on: up to 10 s for two */
+        int gone = decay_spin(off ? 0.3 : 10, 8);
+        CHECK_EQ(gone, !off);
+        CHECK_EQ(pages_check(), 0);
+    }
+    kslab_opts.decay_ns = saved;
+    pages_release_all();
 }
 
 /* The largest blocks are not bounced off the OS: a freed 4 MiB block with
@@ -844,6 +897,7 @@ int main(void)
     test_pcp();
     test_pcp_lone();
     test_hot_floor();
+    test_decay();
     test_hot_cut();
     test_huge();
     test_release_failures();

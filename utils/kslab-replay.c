@@ -20,7 +20,8 @@
  * it), not of the hand-overs.
  *
  * Memory held: for kslab, its page layer's count (slabs, large blocks, the
- * hot reserve, huge blocks and those cached); for the peers, RSS.  Both are
+ * hot reserve, huge blocks and those cached; KSLAB_DECAY_MS=0, so nothing
+ * goes back by the clock); for the peers, RSS (anonymous pages).  Both are
  * taken after the replayer's own tables are set up and counted from there.
  * Each object is written (a byte per page) when it is allocated, as the
  * program wrote it, and runs have no address randomization, so RSS repeats
@@ -146,19 +147,27 @@ static uint64_t arg(void)
     return v;
 }
 
+/* Resident anonymous pages (smaps_rollup's Anonymous: what the allocator
+ * and the program wrote, not the libraries' code).  statm's resident count
+ * takes in file pages, which fault-around maps a varying number of under
+ * load: glibc's peak read 16.76 and 16.77 MiB in two runs of one
+ * invocation in CI, and so did runs on a CPU shared with 20 busy loops;
+ * anonymous pages read the same in every such run. */
 static uint64_t rss_pages(void)
 {
-    char b[128];
-    int fd = open("/proc/self/statm", O_RDONLY);
+    char b[4096];
+    int fd = open("/proc/self/smaps_rollup", O_RDONLY);
     ssize_t n = fd >= 0 ? read(fd, b, sizeof b - 1) : -1;
     if (fd >= 0)
         close(fd);
     if (n <= 0)
         return 0;
     b[n] = 0;
-    unsigned long size = 0, res = 0;
-    sscanf(b, "%lu %lu", &size, &res);
-    return res;
+    const char *rss = strstr(b, "\nAnonymous:");
+    unsigned long kib = 0;
+    if (rss)
+        sscanf(rss + 11, "%lu", &kib);
+    return kib * 1024 / (uint64_t)page_size;
 }
 
 /* kslab's memory (struct kslab_memory's fields, in order): held = slabs,
@@ -562,8 +571,11 @@ static int one_run(const char *self, const char *a, const char *pre, const char 
         if (is_kslab(a))
             setenv("KSLAB_ALLOCATOR", a, 1);
         setenv("KSLAB_PUBLISH", "0", 1);   /* no snapshots in the measured calls */
-        alarm(timeout_s);
-        personality(ADDR_NO_RANDOMIZE);    /* the same addresses: the same RSS each run */                  /* kept across exec: SIGALRM ends a run too long */
+        /* no memory given back by the clock (the decay tick, SLAB's reap):
+         * a run slowed past a tick by load held less than one that was not */
+        setenv("KSLAB_DECAY_MS", "0", 1);
+        alarm(timeout_s);                  /* kept across exec: SIGALRM ends a run too long */
+        personality(ADDR_NO_RANDOMIZE);    /* the same addresses: the same RSS each run */
         execl(self, self, "--run", a, "--series", series, trace, (char *)NULL);
         _exit(127);
     }
