@@ -39,7 +39,7 @@ for a in kslab-slub kslab-slab kslab-slob kslab-slob-seg glibc; do
 done
 # kslab's and glibc's figures never depend on time; jemalloc and mimalloc
 # purge on timers, so their RSS may vary under load (the report says so)
-grep -Eq "^(kslab-|glibc).*varied" "$T/out.rep1" "$T/out.rep2" && fail "memory figures varied between runs"
+v=$(grep -E "^(kslab-|glibc).*varied" "$T/out.rep1" "$T/out.rep2") && fail "memory figures varied between runs: $v"
 # the kslab rows' memory columns are the same in both invocations
 for a in kslab-slub kslab-slab kslab-slob kslab-slob-seg; do
   m1=$(grep "^$a " "$T/out.rep1" | awk '{print $3, $4, $5}')
