@@ -30,6 +30,12 @@ tail -1 "$T/out.dump" | grep -qx end || fail "no end"
 # every free is of a live id, in the order given (the dump's ids)
 awk '/^(malloc|calloc|memalign)/ { live[$NF]=1 } /^free/ { if (!($2 in live)) { print "free of dead id " $2; exit 1 } delete live[$2] }
      /^realloc/ { if (!($2 in live)) { print "realloc of dead id " $2; exit 1 } }' "$T/out.dump" || fail "ids"
+# an unknown allocator: a clear error, exit 2, no temporary directory left
+before=$(ls -d /tmp/kslab-replay.* 2>/dev/null | wc -l)
+"$REP" -a slub,nosuch "$T/t.kst" > "$T/out.bad" 2>&1; rc=$?
+[ $rc = 2 ] || fail "unknown allocator: exit $rc"
+grep -q "unknown allocator nosuch" "$T/out.bad" || fail "unknown allocator: $(cat "$T/out.bad")"
+[ "$(ls -d /tmp/kslab-replay.* 2>/dev/null | wc -l)" = "$before" ] || fail "unknown allocator: a directory left in /tmp"
 # replay twice (runs agree within an invocation, and across invocations)
 for r in 1 2; do
   "$REP" -n 2 -t 120 -p "$T/plot$r.png" "$T/t.kst" > "$T/out.rep$r" 2>&1 || fail "replay $r"

@@ -721,12 +721,6 @@ int main(int argc, char **argv)
     if (sl <= 0)
         return 1;
     self[sl] = 0;
-    char tmpdir[] = "/tmp/kslab-replay.XXXXXX";
-    int own_dir = !dir;
-    if (own_dir && !(dir = mkdtemp(tmpdir))) {
-        perror("kslab-replay: mkdtemp");
-        return 1;
-    }
     const char *names[16];
     int n = 0;
     char lbuf[256];
@@ -738,6 +732,19 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof ALL / sizeof *ALL; i++)
             names[n++] = ALL[i];
     }
+    for (int i = 0; i < n; i++)
+        if (!is_kslab(names[i]) && strcmp(names[i], "glibc") && strcmp(names[i], "jemalloc") &&
+            strcmp(names[i], "mimalloc") && strcmp(names[i], "tcmalloc")) {
+            fprintf(stderr, "kslab-replay: unknown allocator %s\n", names[i]);
+            return 2;
+        }
+    /* made after the checks: an early return leaves no directory behind */
+    char tmpdir[] = "/tmp/kslab-replay.XXXXXX";
+    int own_dir = !dir;
+    if (own_dir && !(dir = mkdtemp(tmpdir))) {
+        perror("kslab-replay: mkdtemp");
+        return 1;
+    }
     struct result res[16];
     memset(res, 0, sizeof res);
     for (int r = 0; r < runs; r++) {
@@ -746,13 +753,6 @@ int main(int argc, char **argv)
             snprintf(res[i].name, sizeof res[i].name, "%s%s", is_kslab(names[i]) ? "kslab-" : "",
                      names[i]);
             const char *pre = preload_of(names[i], lib, sizeof lib);
-            int known = is_kslab(names[i]) || preload_of(names[i], lib, sizeof lib) ||
-                        strcmp(names[i], "jemalloc") == 0 || strcmp(names[i], "mimalloc") == 0 ||
-                        strcmp(names[i], "tcmalloc") == 0;
-            if (!known) {
-                fprintf(stderr, "kslab-replay: unknown allocator %s\n", names[i]);
-                return 2;
-            }
             if (!pre) {
                 res[i].missing = 1;
                 continue;
