@@ -436,6 +436,10 @@ struct kslab_shuffle {
     uint32_t n, w, w0, i, m;        /* objects, window, this window's start, next, size */
     uint32_t step, pos;             /* a stride window: its step (0: a permutation), next place */
     bool stride;                    /* windows are strides, not permutations */
+    uint8_t merge;                  /* runs merged, KSLAB_RANDOM_PAGES (0: none) */
+    uint8_t live;                   /* of a merge: runs with objects left (bits) */
+    uint32_t mbase, mm;             /* of a merge: its window's start and size */
+    uint16_t cur[8], end[8];        /* of a merge: each run's next and end */
     uint32_t rbytes;                /* random bytes left in r */
     uint64_t r;
     uint8_t idx[RANDOM_WINDOW_MAX]; /* this window's order */

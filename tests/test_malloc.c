@@ -9,6 +9,7 @@
 #include <kslab.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -769,6 +770,74 @@ static void test_small_class_slabs(void)
     free(p);
 }
 
+/* KSLAB_RANDOM_PAGES=8 (slab_common.c, page merges): once malloc-64 holds
+ * 16 slabs, its new objects come from 8 pages at a time, each page's in
+ * ascending order, the next from a page picked at random: consecutive
+ * objects share a page about one time in 8, and no page's objects go out
+ * backwards.  In the default mode (windows of 7 shuffled objects) it is the
+ * other way round: consecutive objects almost always share a page, and
+ * steps back within one are common.  SLUB's carved slabs only (64 KiB; the
+ * others' slabs are a page). */
+static int cmp_page_seq(const void *a, const void *b)
+{
+    const uintptr_t *x = a, *y = b;    /* {page, seq, address} */
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+
+static void test_page_merge(void)
+{
+    const char *(*allocator)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT,
+                                                                  "kslab_allocator_name");
+    const char *(*mode)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "kslab_cpu_mode");
+    const char *pages = getenv("KSLAB_RANDOM_PAGES"), *hard = getenv("KSLAB_HARDENED");
+    if (!allocator || !mode || strcmp(allocator(), "slub") != 0 || strcmp(mode(), "percpu") != 0 ||
+        (hard && strcmp(hard, "0") == 0) || getenv("KSLAB_RANDOM_WINDOW") ||
+        getenv("KSLAB_RANDOM_SMALL_SPAN"))
+        return;
+    bool merge = pages && strcmp(pages, "8") == 0;
+    if (pages && !merge)
+        return;
+    cpu_set_t old, one;
+    CHECK_EQ(sched_getaffinity(0, sizeof old, &old), 0);
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    sched_setaffinity(0, sizeof one, &one);     /* one CPU's slabs */
+    enum { FILL = 20 * 1024, N = 4096 };
+    static void *fill[FILL], *p[N];
+    static uintptr_t rec[N][3];
+    for (int i = 0; i < FILL; i++)
+        fill[i] = vmalloc_(64);                  /* past the 16 slabs */
+    for (int i = 0; i < N; i++)
+        p[i] = vmalloc_(64);
+    int same = 0, back = 0, within = 0;
+    for (int i = 0; i < N; i++) {
+        rec[i][0] = (uintptr_t)p[i] >> 12;
+        rec[i][1] = (uintptr_t)i;
+        rec[i][2] = (uintptr_t)p[i];
+        same += i && rec[i][0] == rec[i - 1][0];
+    }
+    qsort(rec, N, sizeof rec[0], cmp_page_seq);
+    for (int i = 1; i < N; i++)
+        if (rec[i][0] == rec[i - 1][0]) {
+            within++;
+            back += rec[i][2] < rec[i - 1][2];
+        }
+    fprintf(stderr, "page merge %s: %d of %d consecutive objects share a page, %d of %d steps "
+            "within a page go back\n", merge ? "on" : "off", same, N - 1, back, within);
+    if (merge) {
+        CHECK(same < N / 4);                     /* expected about N / 8 */
+        CHECK(back < within / 50);               /* expected none */
+    } else {
+        CHECK(same > N * 3 / 4);
+        CHECK(back > within / 10);               /* expected about 3 in 7 */
+    }
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    for (int i = 0; i < FILL; i++)
+        free(fill[i]);
+    sched_setaffinity(0, sizeof old, &old);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "debug") == 0)
@@ -785,6 +854,7 @@ int main(int argc, char **argv)
     test_classes_large();
     test_exact_classes();
     test_small_class_slabs();
+    test_page_merge();
     CHECK_DEATH(usable_interior, NULL, "ksize(", "inside object");
     CHECK_DEATH(realloc_interior, NULL, "ksize(", "inside object");
     test_threads_fork_dlopen();

@@ -23,6 +23,8 @@ bad "not a number (decimal digits, below 2^64); using 8" KSLAB_RANDOM_WINDOW=999
 bad "not a number (decimal digits, below 2^64); using 100" KSLAB_PUBLISH_MS=1s
 bad "not a number (decimal digits, below 2^64); using 1000" KSLAB_DECAY_MS=1s
 bad "not a number (decimal digits, below 2^64); using 0" KSLAB_RANDOM_KMALLOC=" 4"
+bad "takes 0 or 2 to 8; using 0" KSLAB_RANDOM_PAGES=1
+bad "takes 0 or 2 to 8; using 8" KSLAB_RANDOM_PAGES=9
 bad "takes 0 or 1; taken as 1" KSLAB_HARDENED=off
 bad "takes 0 or 1; taken as 1" KSLAB_PERCPU=2
 bad "takes 0 or 1; taken as 1" KSLAB_NOMERGE=yes
@@ -32,7 +34,7 @@ run KSLAB_SLABINFO=yes | grep -q "slabinfo - version" || fail "KSLAB_SLABINFO=ye
 
 for ok in KSLAB_KFENCE=0 KSLAB_KFENCE=100 KSLAB_KFENCE=100ms KSLAB_RANDOM_WINDOW=4 KSLAB_RANDOM_SMALL_SPAN=0 KSLAB_HARDENED=0 \
           KSLAB_HARDENED=1 KSLAB_PERCPU=0 KSLAB_PUBLISH=0 KSLAB_PUBLISH_MS=50 KSLAB_NOMERGE=1 \
-          KSLAB_RANDOM_KMALLOC=4 KSLAB_HARDENED= KSLAB_DECAY_MS=0 KSLAB_DECAY_MS=250 ; do
+          KSLAB_RANDOM_KMALLOC=4 KSLAB_HARDENED= KSLAB_DECAY_MS=0 KSLAB_DECAY_MS=250 KSLAB_RANDOM_PAGES=0 KSLAB_RANDOM_PAGES=8 ; do
   good $ok
 done
 good KSLAB_ALLOCATOR=slab KSLAB_SLAB_INDEX=int

@@ -5,10 +5,12 @@ echo "== hardening: cost of each defence"
 KM=$PWD/build/libkslab-malloc.so
 PROG=$PWD/tests/programs
 notag_build
-HCONF="default norandom off kfence"
+HCONF="default norandom off kfence pages"
 [ -n "$NOTAG_KM" ] && HCONF="$HCONF notag"
+# pages: the page-merge option (README, "Page merges"), on python3 and the
+# walks only, the rows its order can change
 declare -A HENV=( [default]="X=1" [norandom]="KSLAB_RANDOM_WINDOW=0" [off]="KSLAB_HARDENED=0"
-                  [kfence]="KSLAB_KFENCE=100ms" [notag]="X=1" )
+                  [kfence]="KSLAB_KFENCE=100ms" [notag]="X=1" [pages]="KSLAB_RANDOM_PAGES=8" )
 # hbin CONFIG: the bench directory and libkslab-malloc a configuration runs
 # (notag: the measurement build without the free tag, bench/run.sh)
 hbin() {
@@ -29,14 +31,23 @@ for r in $(seq "$HPY"); do
     printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     # python3 as shipped: pymalloc serves its objects up to 512 bytes from
     # arenas it maps itself, so only larger blocks reach the library
-    t=$(ALLOC_HEAVY_PYMALLOC=pymalloc alloc_heavy "$HKM" $e)
-    printf '%s\tpython3 alloc_heavy.py, pymalloc (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
+    if [ "$c" != pages ]; then
+      t=$(ALLOC_HEAVY_PYMALLOC=pymalloc alloc_heavy "$HKM" $e)
+      printf '%s\tpython3 alloc_heavy.py, pymalloc (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
+    fi
     # half the run: randomization's cost in ms is about the same at both
     # lengths (half of it the walk over every object at exit), so its
     # ratio is about twice the full run's (docs/hardening-costs.md, stop 60)
     t=$(ALLOC_HEAVY_N=100000 alloc_heavy "$HKM" $e)
     printf '%s\tpython3 alloc_heavy.py 100000 (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     [ "$r" -le "$HRUNS" ] || continue       # the rest: HRUNS rounds
+    if [ "$c" = pages ]; then
+      for sz in 64 80; do
+        env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
+          awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      done
+      continue
+    fi
     env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
@@ -48,7 +59,7 @@ for r in $(seq "$HPY"); do
       awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     env $e BENCH_CHUNKS=3000 LD_PRELOAD="$HKM" $B/malloc_pair "$c" |
       awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    for sz in 80 208; do
+    for sz in 64 80 208; do
       env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
         awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     done
@@ -138,6 +149,7 @@ fi
 HBULK=${HARDEN_BULK_RUNS:-3}
 for r in $(seq "$HBULK"); do
   for c in $(rotated "$r" $HCONF); do
+    [ "$c" = pages ] && continue
     hbin "$c"
     env ${HENV[$c]} $HB/bulk_static "$c" | awk -F'\t' -v c="$c" '($2==16 || $2==64) && $3=="kmem_cache_free_bulk" {printf "%s\tseed 001 bulk %s (ns/object)\t%s\n", c, $2, $4}' >> "$RAW/harden.tsv"
   done
@@ -201,6 +213,26 @@ done
                    t ? sprintf("%.3f", t) : "-", o ? d/o : 0, o ? r/o : 0, d ? f/d : 0,
                    t ? sprintf("%.2f", d/t) : "-", paired("default", "off", k),
                    t ? sprintf("%.3f", paired("default", "notag", k)) : "-", paired("norandom", "off", k) } }' \
+    <(grep -v '^pages' "$RAW/harden.tsv")
+  echo
+  echo "*pages*: the default with page merges (\`KSLAB_RANDOM_PAGES=8\`, off by default; README,"
+  echo "\"Page merges\"): malloc's small classes, past 1 MiB of slabs each, hand out new objects"
+  echo "from 8 pages at a time, each page in address order.  The rows its order changes, paired"
+  echo "to *off* and beside the default's ratio from the same rounds."
+  echo
+  echo "| row | pages | default | off | paired pages / off | paired default / off |"
+  echo "|---|---|---|---|---|---|"
+  awk -F'\t' "$AWK_MEDIAN"'
+    { k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[$1,k]++; v[$1,k,c[$1,k]]=$3+0 }
+    function med(cf, k,   m, i, lo) { m=c[cf,k]; lo=v[cf,k,1]
+      for (i=2;i<=m;i++) if (v[cf,k,i]<lo) lo=v[cf,k,i]
+      return m ? lo : 0 }
+    function paired(a, b, k,   m, i, x) { m=0
+      for (i=1;i<=c[a,k] && i<=c[b,k];i++) if (v[b,k,i] > 0) x[++m]=v[a,k,i]/v[b,k,i]
+      return median(x, m) }
+    END { for (i=1;i<=n;i++) { k=order[i]; if (!c["pages",k]) continue
+            printf "| %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", k, med("pages",k), med("default",k),
+                   med("off",k), paired("pages", "off", k), paired("default", "off", k) } }' \
     "$RAW/harden.tsv"
   echo
   if [ -s "$RAW/harden_ir.tsv" ]; then
