@@ -561,8 +561,12 @@ struct slab *slub_new_slab(struct kmem_cache *s, enum new_slab_mode mode)
             s->ctor(p);
     void *head = base, *tail;
     uint32_t linked = s->objects;
-    if (mode == NEW_SLAB_LAZY && s->objects > kslab_shuffle_window(s))
-        linked = kslab_shuffle_window(s);   /* the rest: take_uncarved */
+    if (mode == NEW_SLAB_LAZY) {
+        /* once: a page merge's window depends on the cache's slab count */
+        uint32_t w = kslab_shuffle_window(s);
+        if (s->objects > w)
+            linked = w;                 /* the rest: take_uncarved */
+    }
     if (mode != NEW_SLAB_FULL)
         head = link_objects(s, base, 0, linked, &tail);
     if (kslab_debugged(s))
