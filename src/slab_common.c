@@ -432,7 +432,10 @@ static void read_options(void)
     kslab_init_on_free = kslab_env_bool("KSLAB_INIT_ON_FREE", 0);
     kslab_opts.nomerge = kslab_env_bool("KSLAB_NOMERGE", 0);
     kslab_opts.slabinfo_at_exit = kslab_env_bool("KSLAB_SLABINFO", 0);
-    kslab_opts.decay_ns = kslab_env_number("KSLAB_DECAY_MS", 1000) * 1000000ull;
+    /* at most about 290 years a tick: SLAB's reap's two ticks still fit */
+    unsigned long long decay_ms = kslab_env_number("KSLAB_DECAY_MS", 1000);
+    kslab_opts.decay_ns = (decay_ms < UINT64_MAX / 2000000 ? decay_ms : UINT64_MAX / 2000000) *
+                          1000000ull;
     const char *ix = prim_getenv("KSLAB_SLAB_INDEX");
     kslab_opts.slab_index_int = ix && strcmp(ix, "int") == 0;
     if (ix && *ix && !kslab_opts.slab_index_int)
