@@ -154,6 +154,17 @@ for r in $(seq "$HBULK"); do
     env ${HENV[$c]} $HB/bulk_static "$c" | awk -F'\t' -v c="$c" '($2==16 || $2==64) && $3=="kmem_cache_free_bulk" {printf "%s\tseed 001 bulk %s (ns/object)\t%s\n", c, $2, $4}' >> "$RAW/harden.tsv"
   done
 done
+# The tables' awk: harden.tsv's rows (configuration, row, value) in order;
+# med: a configuration's fastest value of a row; paired: the median of the
+# round-by-round ratios a / b.
+HARDEN_AWK="$AWK_MEDIAN"'
+  { k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[$1,k]++; v[$1,k,c[$1,k]]=$3+0 }
+  function med(cf, k,   m, i, lo) { m=c[cf,k]; lo=v[cf,k,1]
+    for (i=2;i<=m;i++) if (v[cf,k,i]<lo) lo=v[cf,k,i]
+    return m ? lo : 0 }
+  function paired(a, b, k,   m, i, x) { m=0
+    for (i=1;i<=c[a,k] && i<=c[b,k];i++) if (v[b,k,i] > 0) x[++m]=v[a,k,i]/v[b,k,i]
+    return median(x, m) }'
 {
   echo "## Hardening: what each default defence costs"
   echo
@@ -199,14 +210,7 @@ done
   echo
   echo "| row | default | norandom | off | kfence | notag | default / off | norandom / off | kfence / default | default / notag | paired default / off | paired default / notag | paired norandom / off |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-  awk -F'\t' "$AWK_MEDIAN"'
-    { k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[$1,k]++; v[$1,k,c[$1,k]]=$3+0 }
-    function med(cf, k,   m, i, lo) { m=c[cf,k]; lo=v[cf,k,1]
-      for (i=2;i<=m;i++) if (v[cf,k,i]<lo) lo=v[cf,k,i]
-      return m ? lo : 0 }
-    function paired(a, b, k,   m, i, x) { m=0   # round by round, a over b
-      for (i=1;i<=c[a,k] && i<=c[b,k];i++) if (v[b,k,i] > 0) x[++m]=v[a,k,i]/v[b,k,i]
-      return median(x, m) }
+  awk -F'\t' "$HARDEN_AWK"'
     END { for (i=1;i<=n;i++) { k=order[i]; d=med("default",k); r=med("norandom",k); o=med("off",k)
             f=med("kfence",k); t=med("notag",k)
             printf "| %s | %.3f | %.3f | %.3f | %.3f | %s | %.2f | %.2f | %.2f | %s | %.3f | %s | %.3f |\n", k, d, r, o, f,
@@ -222,14 +226,7 @@ done
   echo
   echo "| row | pages | default | off | paired pages / off | paired default / off |"
   echo "|---|---|---|---|---|---|"
-  awk -F'\t' "$AWK_MEDIAN"'
-    { k=$2; if (!(k in seen)) { seen[k]=1; order[++n]=k } c[$1,k]++; v[$1,k,c[$1,k]]=$3+0 }
-    function med(cf, k,   m, i, lo) { m=c[cf,k]; lo=v[cf,k,1]
-      for (i=2;i<=m;i++) if (v[cf,k,i]<lo) lo=v[cf,k,i]
-      return m ? lo : 0 }
-    function paired(a, b, k,   m, i, x) { m=0
-      for (i=1;i<=c[a,k] && i<=c[b,k];i++) if (v[b,k,i] > 0) x[++m]=v[a,k,i]/v[b,k,i]
-      return median(x, m) }
+  awk -F'\t' "$HARDEN_AWK"'
     END { for (i=1;i<=n;i++) { k=order[i]; if (!c["pages",k]) continue
             printf "| %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", k, med("pages",k), med("default",k),
                    med("off",k), paired("pages", "off", k), paired("default", "off", k) } }' \
