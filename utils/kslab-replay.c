@@ -732,12 +732,15 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof ALL / sizeof *ALL; i++)
             names[n++] = ALL[i];
     }
-    for (int i = 0; i < n; i++)
-        if (!is_kslab(names[i]) && strcmp(names[i], "glibc") && strcmp(names[i], "jemalloc") &&
-            strcmp(names[i], "mimalloc") && strcmp(names[i], "tcmalloc")) {
+    for (int i = 0; i < n; i++) {
+        size_t a = 0;                   /* every name is one of ALL's */
+        while (a < sizeof ALL / sizeof *ALL && strcmp(names[i], ALL[a]) != 0)
+            a++;
+        if (a == sizeof ALL / sizeof *ALL) {
             fprintf(stderr, "kslab-replay: unknown allocator %s\n", names[i]);
             return 2;
         }
+    }
     /* made after the checks: an early return leaves no directory behind */
     char tmpdir[] = "/tmp/kslab-replay.XXXXXX";
     int own_dir = !dir;
