@@ -4,6 +4,7 @@
 #ifndef KSLAB_CHECK_H
 #define KSLAB_CHECK_H
 #define _GNU_SOURCE
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +40,16 @@ static inline int check_done(void)
     return check_fail ? 1 : 0;
 }
 
-/* Run fn in a child; return its stderr in buf and whether it died by sig. */
-static inline int run_child(void (*fn)(void *), void *arg, char *buf, size_t n, int *sig)
+/* Run fn in a child; return its stderr in buf and whether it died by sig.
+ * pin: the child stays on the CPU it starts on (CHECK_DEATH).  A double
+ * free whose two frees push onto two CPUs' sheaves is reported when a copy
+ * leaves them (src/percpu.h, rule 8), which a death test that ends at its
+ * second free never reaches: a migration between the two frees, seen under
+ * make test -j2, made such a test pass or fail by chance.  Death tests
+ * that mean two CPUs pin their threads to them (test_death's
+ * double_free_cpus). */
+static inline int run_child_on(void (*fn)(void *), void *arg, char *buf, size_t n, int *sig,
+                               int pin)
 {
     int p[2];
     *sig = 0;
@@ -55,6 +64,13 @@ static inline int run_child(void (*fn)(void *), void *arg, char *buf, size_t n, 
         return -1;
     }
     if (pid == 0) {
+        int cpu = pin ? sched_getcpu() : -1;
+        if (cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            sched_setaffinity(0, sizeof set, &set);
+        }
         dup2(p[1], 2);
         close(p[0]);
         fn(arg);
@@ -72,13 +88,17 @@ static inline int run_child(void (*fn)(void *), void *arg, char *buf, size_t n, 
     *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+static inline int run_child(void (*fn)(void *), void *arg, char *buf, size_t n, int *sig)
+{
+    return run_child_on(fn, arg, buf, n, sig, 0);
+}
 
 /* The child must die of SIGABRT and its stderr must contain every needle. */
 #define CHECK_DEATH(fn, arg, ...)                                                  \
     do {                                                                           \
         char _buf[4096];                                                           \
         int _sig;                                                                  \
-        run_child(fn, arg, _buf, sizeof _buf, &_sig);                              \
+        run_child_on(fn, arg, _buf, sizeof _buf, &_sig, 1);                        \
         const char *_needles[] = { __VA_ARGS__, NULL };                            \
         int _ok = _sig == SIGABRT;                                                 \
         for (int _i = 0; _needles[_i]; _i++)                                       \
