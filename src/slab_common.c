@@ -149,7 +149,7 @@ static unsigned long kslab_small_span = 448;
 static unsigned long kslab_stride_min = 96, kslab_stride_span = 8192;
 #define STRIDE_MIN_OBJECTS 8
 
-/* Page merges (KSLAB_RANDOM_PAGES=k, 2 to 8; 0, the default: none), for
+/* Page merges (KSLAB_RANDOM_PAGES=k, 2 to 8, the default 8; 0: none), for
  * the classes below the strides whose slabs span k pages or more (malloc's
  * small classes: 64 KiB), once the cache holds RANDOM_PAGES_FROM_SLABS
  * slabs (1 MiB of them; before, windows): a window is k pages of objects,
@@ -157,19 +157,25 @@ static unsigned long kslab_stride_min = 96, kslab_stride_span = 8192;
  * a run picked at random.  The next object is its predecessor's neighbour
  * one time in k (in 8 with k = 8; a window of 7 64-byte objects: one in 7),
  * and each page is walked one way, in address order.
- * Why an option: python3's alloc_heavy.py (200 000) took 0.92-0.94 of
- * KSLAB_HARDENED=0's time with k = 8 (windows 1.00-1.04); its collector's
- * walks lose with any order that is not ascending inside a page, even a
- * fixed swap of each two 64-byte neighbours (1.031; 448-byte windows each
- * handed out backwards 1.123, each page backwards 1.062).  sqlite3 and gcc
- * read the same as with windows (the bound keeps short programs' first
- * objects on one page: without it gcc touched 351 more pages, 1.044).  But
- * bench/walk.c's walk of one class in allocation order, the pattern the
- * windows were chosen for, took 3x as long (64 B: 6.1 ns a node against
- * 2.1, address order 1.9; five sizes mixed 7.9 against 3.9 and 2.9).  So
- * the default keeps the windows (README, "Page merges"). */
-static unsigned kslab_random_pages;
+ * Why the default (stop 63; until then an option): python3's
+ * alloc_heavy.py (200 000) took 0.91-0.98 of KSLAB_HARDENED=0's time with
+ * k = 8, windows 1.00-1.04 against issue 12's budget of 1.02.  Its
+ * collector's walks lose with any order that is not ascending inside a
+ * page, even a fixed swap of each two 64-byte neighbours (1.031; 448-byte
+ * windows each handed out backwards 1.123, each page backwards 1.062), and
+ * the gain is the collector's: with gc.disable() windows and merges read
+ * alike (1.044, 1.049).  sqlite3, gcc and a perl script of hashes and
+ * arrays read as with windows (perl 1.030 against 1.023, 11 rounds; the
+ * bound keeps short programs' first objects on one page: without it gcc
+ * touched 351 more pages, 1.044).  The price: bench/walk.c's
+ * chase of one class's objects in allocation order takes 2.5-3x as long
+ * (64 B: 4.8 ns a node against 2.0 with windows, address order 1.6; glibc
+ * 1.9, scudo 42), so a program that builds long lists of one small class
+ * and chases them in that order may want KSLAB_RANDOM_PAGES=0 (README,
+ * "Page merges"). */
 #define RANDOM_PAGES_MAX 8
+#define RANDOM_PAGES_DEFAULT 8
+static unsigned kslab_random_pages = RANDOM_PAGES_DEFAULT;
 #define RANDOM_PAGES_FROM_SLABS 16
 
 /* (the window's object count, STRIDE_MIN_OBJECTS, sets the upper end:
@@ -422,7 +428,7 @@ static void read_options(void)
     kslab_small_span = kslab_env_number("KSLAB_RANDOM_SMALL_SPAN", kslab_small_span);
     kslab_stride_min = kslab_env_number("KSLAB_RANDOM_STRIDE", kslab_stride_min);
     kslab_stride_span = kslab_env_number("KSLAB_STRIDE_SPAN", kslab_stride_span);
-    unsigned long k = kslab_env_number("KSLAB_RANDOM_PAGES", 0);
+    unsigned long k = kslab_env_number("KSLAB_RANDOM_PAGES", RANDOM_PAGES_DEFAULT);
     if (k == 1 || k > RANDOM_PAGES_MAX)
         kslab_warn("KSLAB_RANDOM_PAGES=%lu: takes 0 or 2 to %d; using %d", k, RANDOM_PAGES_MAX,
                    k == 1 ? 0 : RANDOM_PAGES_MAX);

@@ -770,14 +770,15 @@ static void test_small_class_slabs(void)
     free(p);
 }
 
-/* KSLAB_RANDOM_PAGES=8 (slab_common.c, page merges): once malloc-64 holds
- * 16 slabs, its new objects come from 8 pages at a time, each page's in
- * ascending order, the next from a page picked at random: consecutive
- * objects share a page about one time in 8, and no page's objects go out
- * backwards.  In the default mode (windows of 7 shuffled objects) it is the
- * other way round: consecutive objects almost always share a page, and
- * steps back within one are common.  SLUB's carved slabs only (64 KiB; the
- * others' slabs are a page). */
+/* Page merges (slab_common.c; the default, KSLAB_RANDOM_PAGES=8): once
+ * malloc-64 holds 16 slabs, its new objects come from 8 pages at a time,
+ * each page's in ascending order, the next from a page picked at random:
+ * consecutive objects share a page about one time in 8, and no page's
+ * objects go out backwards.  With KSLAB_RANDOM_PAGES=0 (windows of 7
+ * shuffled objects; test_malloc.slub.windows) it is the other way round:
+ * consecutive objects almost always share a page, and steps back within
+ * one are common.  SLUB's carved slabs only (64 KiB; the others' slabs are
+ * a page). */
 static int cmp_page_seq(const void *a, const void *b)
 {
     const uintptr_t *x = a, *y = b;    /* {page, seq, address} */
@@ -794,8 +795,8 @@ static void test_page_merge(void)
         (hard && strcmp(hard, "0") == 0) || getenv("KSLAB_RANDOM_WINDOW") ||
         getenv("KSLAB_RANDOM_SMALL_SPAN"))
         return;
-    bool merge = pages && strcmp(pages, "8") == 0;
-    if (pages && !merge)
+    bool merge = !pages || strcmp(pages, "8") == 0;
+    if (!merge && strcmp(pages, "0") != 0)
         return;
     cpu_set_t old, one;
     CHECK_EQ(sched_getaffinity(0, sizeof old, &old), 0);

@@ -5,12 +5,13 @@ echo "== hardening: cost of each defence"
 KM=$PWD/build/libkslab-malloc.so
 PROG=$PWD/tests/programs
 notag_build
-HCONF="default norandom off kfence pages"
+HCONF="default norandom off kfence windows"
 [ -n "$NOTAG_KM" ] && HCONF="$HCONF notag"
-# pages: the page-merge option (README, "Page merges"), on python3 and the
-# walks only, the rows its order can change
+# windows: the default without page merges (KSLAB_RANDOM_PAGES=0; README,
+# "Page merges"), on python3 and the walks only, the rows its order can
+# change
 declare -A HENV=( [default]="X=1" [norandom]="KSLAB_RANDOM_WINDOW=0" [off]="KSLAB_HARDENED=0"
-                  [kfence]="KSLAB_KFENCE=100ms" [notag]="X=1" [pages]="KSLAB_RANDOM_PAGES=8" )
+                  [kfence]="KSLAB_KFENCE=100ms" [notag]="X=1" [windows]="KSLAB_RANDOM_PAGES=0" )
 # hbin CONFIG: the bench directory and libkslab-malloc a configuration runs
 # (notag: the measurement build without the free tag, bench/run.sh)
 hbin() {
@@ -31,7 +32,7 @@ for r in $(seq "$HPY"); do
     printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     # python3 as shipped: pymalloc serves its objects up to 512 bytes from
     # arenas it maps itself, so only larger blocks reach the library
-    if [ "$c" != pages ]; then
+    if [ "$c" != windows ]; then
       t=$(ALLOC_HEAVY_PYMALLOC=pymalloc alloc_heavy "$HKM" $e)
       printf '%s\tpython3 alloc_heavy.py, pymalloc (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     fi
@@ -41,7 +42,7 @@ for r in $(seq "$HPY"); do
     t=$(ALLOC_HEAVY_N=100000 alloc_heavy "$HKM" $e)
     printf '%s\tpython3 alloc_heavy.py 100000 (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     [ "$r" -le "$HRUNS" ] || continue       # the rest: HRUNS rounds
-    if [ "$c" = pages ]; then
+    if [ "$c" = windows ]; then
       for sz in 64 80; do
         env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
           awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
@@ -149,7 +150,7 @@ fi
 HBULK=${HARDEN_BULK_RUNS:-3}
 for r in $(seq "$HBULK"); do
   for c in $(rotated "$r" $HCONF); do
-    [ "$c" = pages ] && continue
+    [ "$c" = windows ] && continue
     hbin "$c"
     env ${HENV[$c]} $HB/bulk_static "$c" | awk -F'\t' -v c="$c" '($2==16 || $2==64) && $3=="kmem_cache_free_bulk" {printf "%s\tseed 001 bulk %s (ns/object)\t%s\n", c, $2, $4}' >> "$RAW/harden.tsv"
   done
@@ -193,8 +194,10 @@ HARDEN_AWK="$AWK_MEDIAN"'
   echo "at exit), so its ratio at 100 000 is about twice the full run's."
   echo
   echo "*allocation-order walk* (bench/walk.c): 400 000 objects of one size linked in the order"
-  echo "malloc returned them, chased after the caches are evicted; it isolates what randomization"
-  echo "costs python3, whose collector walks its objects in allocation order.  *allocation-order"
+  echo "malloc returned them, chased after the caches are evicted: what randomization costs a"
+  echo "program that chases one class's objects in allocation order (python3's collector walks"
+  echo "its objects in that order too, yet gains from page merges where this chase loses: README,"
+  echo "\"Page merges\").  *allocation-order"
   echo "free*: the same objects then freed in that order, one pass, after the caches are evicted"
   echo "again (the free's tag store is its only access to each one; python3's teardown frees so)."
   echo
@@ -217,19 +220,20 @@ HARDEN_AWK="$AWK_MEDIAN"'
                    t ? sprintf("%.3f", t) : "-", o ? d/o : 0, o ? r/o : 0, d ? f/d : 0,
                    t ? sprintf("%.2f", d/t) : "-", paired("default", "off", k),
                    t ? sprintf("%.3f", paired("default", "notag", k)) : "-", paired("norandom", "off", k) } }' \
-    <(grep -v '^pages' "$RAW/harden.tsv")
+    <(grep -v '^windows' "$RAW/harden.tsv")
   echo
-  echo "*pages*: the default with page merges (\`KSLAB_RANDOM_PAGES=8\`, off by default; README,"
-  echo "\"Page merges\"): malloc's small classes, past 1 MiB of slabs each, hand out new objects"
-  echo "from 8 pages at a time, each page in address order.  The rows its order changes, paired"
-  echo "to *off* and beside the default's ratio from the same rounds."
+  echo "*windows*: the default without page merges (\`KSLAB_RANDOM_PAGES=0\`; README, \"Page"
+  echo "merges\"): malloc's small classes hand out new objects in shuffled windows of under 512"
+  echo "bytes, where the default, past 1 MiB of slabs of a class, hands them out from 8 pages at"
+  echo "a time, each page in address order.  The rows that order changes, paired to *off* and"
+  echo "beside the default's ratio from the same rounds."
   echo
-  echo "| row | pages | default | off | paired pages / off | paired default / off |"
+  echo "| row | windows | default | off | paired windows / off | paired default / off |"
   echo "|---|---|---|---|---|---|"
   awk -F'\t' "$HARDEN_AWK"'
-    END { for (i=1;i<=n;i++) { k=order[i]; if (!c["pages",k]) continue
-            printf "| %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", k, med("pages",k), med("default",k),
-                   med("off",k), paired("pages", "off", k), paired("default", "off", k) } }' \
+    END { for (i=1;i<=n;i++) { k=order[i]; if (!c["windows",k]) continue
+            printf "| %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", k, med("windows",k), med("default",k),
+                   med("off",k), paired("windows", "off", k), paired("default", "off", k) } }' \
     "$RAW/harden.tsv"
   echo
   if [ -s "$RAW/harden_ir.tsv" ]; then
