@@ -40,6 +40,15 @@ static inline int check_done(void)
     return check_fail ? 1 : 0;
 }
 
+/* Run the calling thread on cpu alone; sched_setaffinity's result. */
+static inline int pin_cpu(int cpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(0, sizeof one, &one);
+}
+
 /* Run fn in a child; return its stderr in buf and whether it died by sig.
  * pin: the child stays on the CPU it starts on (CHECK_DEATH).  A double
  * free whose two frees push onto two CPUs' sheaves is reported when a copy
@@ -65,12 +74,8 @@ static inline int run_child_on(void (*fn)(void *), void *arg, char *buf, size_t 
     }
     if (pid == 0) {
         int cpu = pin ? sched_getcpu() : -1;
-        if (cpu >= 0) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            sched_setaffinity(0, sizeof set, &set);
-        }
+        if (cpu >= 0)
+            pin_cpu(cpu);
         dup2(p[1], 2);
         close(p[0]);
         fn(arg);

@@ -289,10 +289,7 @@ struct two_frees { struct kmem_cache *c; void *p; int cpu; bool by_kfree; };
 static void *free_pinned(void *arg)
 {
     struct two_frees *f = arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(f->cpu, &set);
-    sched_setaffinity(0, sizeof set, &set);     /* best effort: one CPU is fine too */
+    pin_cpu(f->cpu);            /* best effort: one CPU is fine too */
     if (!f->p)                  /* allocate: the per-CPU mode reports here */
         after_double_free(f->c);
     else

@@ -798,11 +798,9 @@ static void test_page_merge(void)
     bool merge = !pages || strcmp(pages, "8") == 0;
     if (!merge && strcmp(pages, "0") != 0)
         return;
-    cpu_set_t old, one;
+    cpu_set_t old;
     CHECK_EQ(sched_getaffinity(0, sizeof old, &old), 0);
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    sched_setaffinity(0, sizeof one, &one);     /* one CPU's slabs */
+    pin_cpu(sched_getcpu());                    /* one CPU's slabs */
     enum { FILL = 20 * 1024, N = 4096 };
     static void *fill[FILL], *p[N];
     static uintptr_t rec[N][3];

@@ -207,7 +207,7 @@ struct worker { int id; int migrate; long ops; };
 static void *worker(void *arg)
 {
     struct worker *w = arg;
-    cpu_set_t allowed, one;
+    cpu_set_t allowed;
     sched_getaffinity(0, sizeof allowed, &allowed);
     int cpu = 0;
     uint64_t rng = test_seed(0x1234567ull + (uint64_t)w->id);
@@ -219,9 +219,7 @@ static void *worker(void *arg)
             do
                 cpu = (cpu + 1) % CPU_SETSIZE;
             while (!CPU_ISSET(cpu, &allowed));
-            CPU_ZERO(&one);
-            CPU_SET(cpu, &one);
-            if (sched_setaffinity(0, sizeof one, &one) == 0)
+            if (pin_cpu(cpu) == 0)
                 atomic_fetch_add(&migrations, 1);
         }
         unsigned k = (unsigned)(test_rand(&rng) % LIVE);
@@ -343,13 +341,9 @@ static void test_thread_churn(void)
  * retries before it returns NULL. */
 static int pin_to(const cpu_set_t *all, int nth)
 {
-    cpu_set_t one;
     for (int c = 0, k = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, all) && k++ == nth) {
-            CPU_ZERO(&one);
-            CPU_SET(c, &one);
-            return sched_setaffinity(0, sizeof one, &one);
-        }
+        if (CPU_ISSET(c, all) && k++ == nth)
+            return pin_cpu(c);
     return -1;
 }
 
