@@ -491,8 +491,22 @@ static int dump(const char *trace)
 
 /* ========================= the driver ==================================== */
 
-static const char *const ALL[] = { "slub", "slab", "slob", "slob-seg", "glibc", "jemalloc",
-                                   "mimalloc", "tcmalloc" };
+/* Every allocator the replayer runs, in the default run's order: its name
+ * and the library preloaded for it (NULL: libkslab-malloc, with
+ * KSLAB_ALLOCATOR set to the name; "": none, glibc's own malloc). */
+static const struct alloc { const char *name, *lib; } ALL[] = {
+    { "slub", NULL }, { "slab", NULL }, { "slob", NULL }, { "slob-seg", NULL },
+    { "glibc", "" }, { "jemalloc", "libjemalloc.so.2" }, { "mimalloc", "libmimalloc.so.2" },
+    { "tcmalloc", "libtcmalloc_minimal.so.4" } };
+#define NALL (sizeof ALL / sizeof *ALL)
+
+static const struct alloc *alloc_named(const char *a)
+{
+    for (size_t i = 0; i < NALL; i++)
+        if (strcmp(a, ALL[i].name) == 0)
+            return &ALL[i];
+    return NULL;
+}
 
 static const char *kslab_malloc_lib(void)
 {
@@ -519,25 +533,23 @@ static const char *kslab_malloc_lib(void)
 
 static int is_kslab(const char *a)
 {
-    return strcmp(a, "slub") == 0 || strcmp(a, "slab") == 0 || strcmp(a, "slob") == 0 ||
-           strcmp(a, "slob-seg") == 0;
+    const struct alloc *x = alloc_named(a);
+    return x && !x->lib;
 }
 
 /* The library to preload for allocator a: "" for glibc, NULL if missing. */
 static const char *preload_of(const char *a, char *path, size_t len)
 {
-    if (is_kslab(a))
+    const struct alloc *x = alloc_named(a);
+    if (!x)
+        return NULL;
+    if (!x->lib)
         return kslab_malloc_lib();
-    if (strcmp(a, "glibc") == 0)
+    if (!*x->lib)
         return "";
     const char *dir = getenv("KSLAB_PEER_DIR") ? getenv("KSLAB_PEER_DIR")
                                                : "/usr/lib/x86_64-linux-gnu";
-    const char *lib = strcmp(a, "jemalloc") == 0 ? "libjemalloc.so.2"
-                    : strcmp(a, "mimalloc") == 0 ? "libmimalloc.so.2"
-                    : strcmp(a, "tcmalloc") == 0 ? "libtcmalloc_minimal.so.4" : NULL;
-    if (!lib)
-        return NULL;
-    snprintf(path, len, "%s/%s", dir, lib);
+    snprintf(path, len, "%s/%s", dir, x->lib);
     return access(path, R_OK) == 0 ? path : NULL;
 }
 
@@ -729,18 +741,14 @@ int main(int argc, char **argv)
         for (char *tok = strtok(lbuf, ","); tok && n < 16; tok = strtok(NULL, ","))
             names[n++] = tok;
     } else {
-        for (size_t i = 0; i < sizeof ALL / sizeof *ALL; i++)
-            names[n++] = ALL[i];
+        for (size_t i = 0; i < NALL; i++)
+            names[n++] = ALL[i].name;
     }
-    for (int i = 0; i < n; i++) {
-        size_t a = 0;                   /* every name is one of ALL's */
-        while (a < sizeof ALL / sizeof *ALL && strcmp(names[i], ALL[a]) != 0)
-            a++;
-        if (a == sizeof ALL / sizeof *ALL) {
+    for (int i = 0; i < n; i++)
+        if (!alloc_named(names[i])) {
             fprintf(stderr, "kslab-replay: unknown allocator %s\n", names[i]);
             return 2;
         }
-    }
     /* made after the checks: an early return leaves no directory behind */
     char tmpdir[] = "/tmp/kslab-replay.XXXXXX";
     int own_dir = !dir;
