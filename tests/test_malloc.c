@@ -18,6 +18,14 @@ static volatile size_t huge = SIZE_MAX / 2;     /* no compile-time size warnings
 
 static void *(*volatile vmalloc_)(size_t) = malloc;   /* keep calls real */
 
+/* What the preloaded library's kslab_allocator_name or kslab_cpu_mode
+ * (fn) says: "" where there is no such function. */
+static const char *kslab_says(const char *fn)
+{
+    const char *(*f)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, fn);
+    return f ? f() : "";
+}
+
 static void test_is_kslab(void)
 {
     uint64_t (*pages)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "kslab_pages_in_use");
@@ -747,12 +755,11 @@ static int debug_case(void)
  * SLAB, the per-thread mode): slabinfo's <pagesperslab> of malloc-208. */
 static void test_small_class_slabs(void)
 {
-    const char *(*allocator)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT,
-                                                                  "kslab_allocator_name");
-    const char *(*mode)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "kslab_cpu_mode");
+    const char *allocator = kslab_says("kslab_allocator_name");
+    const char *mode = kslab_says("kslab_cpu_mode");
     void (*slabinfo)(FILE *) = (void (*)(FILE *))dlsym(RTLD_DEFAULT, "kslab_slabinfo");
-    CHECK(allocator && mode && slabinfo);
-    if (!allocator || !mode || !slabinfo || strcmp(allocator(), "slob") == 0)
+    CHECK(*allocator && *mode && slabinfo);
+    if (!*allocator || !*mode || !slabinfo || strcmp(allocator, "slob") == 0)
         return;                         /* SLOB has no classes of its own */
     void *p = vmalloc_(200);
     char *text = NULL;
@@ -763,7 +770,7 @@ static void test_small_class_slabs(void)
     const char *row = strstr(text, "\nmalloc-208 ");
     unsigned objs = 0, pages = 0;
     CHECK(row && sscanf(row, " malloc-208 %*u %*u %*u %u %u", &objs, &pages) == 2);
-    bool carved = strcmp(allocator(), "slub") == 0 && strcmp(mode(), "percpu") == 0;
+    bool carved = strcmp(allocator, "slub") == 0 && strcmp(mode, "percpu") == 0;
     CHECK_EQ(pages, carved ? 16 : 1);
     CHECK_EQ(objs, carved ? 315 : 19);
     free(text);
@@ -787,11 +794,9 @@ static int cmp_page_seq(const void *a, const void *b)
 
 static void test_page_merge(void)
 {
-    const char *(*allocator)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT,
-                                                                  "kslab_allocator_name");
-    const char *(*mode)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "kslab_cpu_mode");
     const char *pages = getenv("KSLAB_RANDOM_PAGES"), *hard = getenv("KSLAB_HARDENED");
-    if (!allocator || !mode || strcmp(allocator(), "slub") != 0 || strcmp(mode(), "percpu") != 0 ||
+    if (strcmp(kslab_says("kslab_allocator_name"), "slub") != 0 ||
+        strcmp(kslab_says("kslab_cpu_mode"), "percpu") != 0 ||
         (hard && strcmp(hard, "0") == 0) || getenv("KSLAB_RANDOM_WINDOW") ||
         getenv("KSLAB_RANDOM_SMALL_SPAN"))
         return;
@@ -874,9 +879,8 @@ int main(int argc, char **argv)
     /* SLUB's and SLAB's per-CPU sheaves: the claim (the drop-in's xor
      * form) reports the word as it found it (slob-seg's freelist reports
      * first) */
-    const char *(*mode)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "kslab_cpu_mode");
-    if ((!be || strcmp(be, "slub") == 0 || strcmp(be, "slab") == 0) && tag && mode &&
-        strcmp(mode(), "percpu") == 0)
+    if ((!be || strcmp(be, "slub") == 0 || strcmp(be, "slab") == 0) && tag &&
+        strcmp(kslab_says("kslab_cpu_mode"), "percpu") == 0)
         CHECK_DEATH(malloc_write_after_free, NULL, "in cache malloc-48",
                     "is 0x4141414141414141, not its free tag");
     CHECK_DEATH(free_small, NULL, "free((any)): pointer 0x1 was not allocated by kslab");
