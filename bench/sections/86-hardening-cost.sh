@@ -8,10 +8,14 @@ notag_build
 HCONF="default norandom off kfence windows"
 [ -n "$NOTAG_KM" ] && HCONF="$HCONF notag"
 # windows: the default without page merges (KSLAB_RANDOM_PAGES=0; README,
-# "Page merges"), on python3 and the walks only, the rows its order can
-# change
+# "Page merges")
 declare -A HENV=( [default]="X=1" [norandom]="KSLAB_RANDOM_WINDOW=0" [off]="KSLAB_HARDENED=0"
                   [kfence]="KSLAB_KFENCE=100ms" [notag]="X=1" [windows]="KSLAB_RANDOM_PAGES=0" )
+# order_only CONFIG: a configuration that changes only where objects lie
+# (HORDER), run on the rows that order can move -- python3 and the walks of
+# the classes below the strides -- and left out of the main table
+HORDER="windows"
+order_only() { case " $HORDER " in *" $1 "*) return 0 ;; esac; return 1; }
 # hbin CONFIG: the bench directory and libkslab-malloc a configuration runs
 # (notag: the measurement build without the free tag, bench/run.sh)
 hbin() {
@@ -32,7 +36,7 @@ for r in $(seq "$HPY"); do
     printf '%s\tpython3 alloc_heavy.py (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     # python3 as shipped: pymalloc serves its objects up to 512 bytes from
     # arenas it maps itself, so only larger blocks reach the library
-    if [ "$c" != windows ]; then
+    if ! order_only "$c"; then
       t=$(ALLOC_HEAVY_PYMALLOC=pymalloc alloc_heavy "$HKM" $e)
       printf '%s\tpython3 alloc_heavy.py, pymalloc (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     fi
@@ -42,25 +46,22 @@ for r in $(seq "$HPY"); do
     t=$(ALLOC_HEAVY_N=100000 alloc_heavy "$HKM" $e)
     printf '%s\tpython3 alloc_heavy.py 100000 (CPU s)\t%s\n' "$c" "$(echo "$t" | cut -f3)" >> "$RAW/harden.tsv"
     [ "$r" -le "$HRUNS" ] || continue       # the rest: HRUNS rounds
-    if [ "$c" = windows ]; then
-      for sz in 64 80; do
-        env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
-          awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-      done
-      continue
+    walks="64 80"                          # 208 B is strided: no order config moves it
+    if ! order_only "$c"; then
+      walks="64 80 208"
+      env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      # the same pairs' fastest 2000-pair chunk (rdtsc cycles, bench/micro.c
+      # BENCH_CHUNKS): on a quiet host it repeats to well under 1 %, where the
+      # long runs above strayed by up to 39 % between configurations that run
+      # the same code; under a sustained load it strays too
+      env $e BENCH_CHUNKS=3000 $HB/micro_static "$c" |
+        awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
+      env $e BENCH_CHUNKS=3000 LD_PRELOAD="$HKM" $B/malloc_pair "$c" |
+        awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     fi
-    env $e $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    env $e KSLAB_PERCPU=0 $HB/micro_static "$c" | awk -F'\t' -v c="$c" '{printf "%s\tper-thread %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    env $e LD_PRELOAD="$HKM" $B/malloc_pair "$c" | awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    # the same pairs' fastest 2000-pair chunk (rdtsc cycles, bench/micro.c
-    # BENCH_CHUNKS): on a quiet host it repeats to well under 1 %, where the
-    # long runs above strayed by up to 39 % between configurations that run
-    # the same code; under a sustained load it strays too
-    env $e BENCH_CHUNKS=3000 $HB/micro_static "$c" |
-      awk -F'\t' -v c="$c" '{printf "%s\tper-CPU %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    env $e BENCH_CHUNKS=3000 LD_PRELOAD="$HKM" $B/malloc_pair "$c" |
-      awk -F'\t' -v c="$c" '{printf "%s\tlibkslab-malloc %s (cycles, fastest chunk)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
-    for sz in 64 80 208; do
+    for sz in $walks; do
       env $e LD_PRELOAD="$HKM" $B/malloc_walk "$c" $sz |
         awk -F'\t' -v c="$c" '{printf "%s\tallocation-order %s (ns/node)\t%s\n", c, $2, $3}' >> "$RAW/harden.tsv"
     done
@@ -150,7 +151,7 @@ fi
 HBULK=${HARDEN_BULK_RUNS:-3}
 for r in $(seq "$HBULK"); do
   for c in $(rotated "$r" $HCONF); do
-    [ "$c" = windows ] && continue
+    order_only "$c" && continue
     hbin "$c"
     env ${HENV[$c]} $HB/bulk_static "$c" | awk -F'\t' -v c="$c" '($2==16 || $2==64) && $3=="kmem_cache_free_bulk" {printf "%s\tseed 001 bulk %s (ns/object)\t%s\n", c, $2, $4}' >> "$RAW/harden.tsv"
   done
@@ -220,7 +221,7 @@ HARDEN_AWK="$AWK_MEDIAN"'
                    t ? sprintf("%.3f", t) : "-", o ? d/o : 0, o ? r/o : 0, d ? f/d : 0,
                    t ? sprintf("%.2f", d/t) : "-", paired("default", "off", k),
                    t ? sprintf("%.3f", paired("default", "notag", k)) : "-", paired("norandom", "off", k) } }' \
-    <(grep -v '^windows' "$RAW/harden.tsv")
+    <(awk -F'\t' -v h=" $HORDER " 'index(h, " " $1 " ") == 0' "$RAW/harden.tsv")
   echo
   echo "*windows*: the default without page merges (\`KSLAB_RANDOM_PAGES=0\`; README, \"Page"
   echo "merges\"): malloc's small classes hand out new objects in shuffled windows of under 512"
